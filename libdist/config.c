@@ -1,0 +1,158 @@
+/* config.c - parse SPEC (user) and plugstack arguments (admin). */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+
+#define SPEC_MAX 1024 /* longer than any valid SPEC; bounds hostile input */
+
+const char dist_spec_help[] =
+    "--dist-train[=SPEC], SPEC a comma list of:\n"
+    "  torch    set the torchrun environment (default)\n"
+    "  off      do nothing for this step\n"
+    "  verbose  print what each rank gets\n"
+    "  help     print this text\n"
+    "The environment variable DIST_TRAIN=SPEC is used when the flag is not given.";
+
+void dist_config_init (struct dist_config *cfg)
+{
+    memset (cfg, 0, sizeof (*cfg));
+    cfg->profile = DIST_PROFILE_OFF;
+    cfg->port_lo = DIST_PORT_LO_DEFAULT;
+    cfg->port_hi = DIST_PORT_HI_DEFAULT;
+}
+
+int dist_config_parse_spec (struct dist_config *cfg, const char *spec,
+                            char *err, size_t errsz)
+{
+    char buf[SPEC_MAX];
+    char *tok, *save = NULL;
+    bool profile_seen = false;
+
+    if (spec == NULL)
+        spec = "";
+    if (strlen (spec) >= sizeof (buf)) {
+        snprintf (err, errsz, "--dist-train SPEC is longer than %zu characters",
+                  sizeof (buf) - 1);
+        return -1;
+    }
+    strcpy (buf, spec);
+    cfg->profile = DIST_PROFILE_TORCH;
+    cfg->verbose = false;
+    cfg->help = false;
+    for (tok = strtok_r (buf, ",", &save); tok != NULL;
+         tok = strtok_r (NULL, ",", &save)) {
+        enum dist_profile p;
+        if (strcmp (tok, "verbose") == 0) {
+            cfg->verbose = true;
+            continue;
+        }
+        if (strcmp (tok, "help") == 0) {
+            cfg->help = true;
+            continue;
+        }
+        if (strcmp (tok, "torch") == 0)
+            p = DIST_PROFILE_TORCH;
+        else if (strcmp (tok, "off") == 0)
+            p = DIST_PROFILE_OFF;
+        else {
+            snprintf (err, errsz,
+                      "--dist-train: unknown SPEC token '%.64s'; valid: "
+                      "torch, off, verbose, help (comma-separated)", tok);
+            return -1;
+        }
+        if (profile_seen && p != cfg->profile) {
+            snprintf (err, errsz,
+                      "--dist-train: SPEC '%.128s' names two profiles; give one of torch, off",
+                      spec);
+            return -1;
+        }
+        profile_seen = true;
+        cfg->profile = p;
+    }
+    return 0;
+}
+
+/* Parse a decimal port; 0 on success. */
+static int parse_port (const char *s, const char *end, unsigned long *port)
+{
+    char *stop;
+    if (s == end || *s < '0' || *s > '9')
+        return -1;
+    errno = 0;
+    *port = strtoul (s, &stop, 10);
+    if (errno != 0 || stop != end || *port > 65535)
+        return -1;
+    return 0;
+}
+
+static int parse_port_range (struct dist_config *cfg, const char *val,
+                             char *err, size_t errsz)
+{
+    const char *dash = strchr (val, '-');
+    unsigned long lo, hi;
+
+    if (dash == NULL || parse_port (val, dash, &lo) < 0
+        || parse_port (dash + 1, dash + 1 + strlen (dash + 1), &hi) < 0) {
+        snprintf (err, errsz,
+                  "port_range=%.32s: expected LO-HI with ports 1024-65535, e.g. port_range=%d-%d",
+                  val, DIST_PORT_LO_DEFAULT, DIST_PORT_HI_DEFAULT);
+        return -1;
+    }
+    if (lo < 1024 || lo > hi) {
+        snprintf (err, errsz,
+                  "port_range=%.32s: the range is empty or below 1024 "
+                  "(tasks cannot bind privileged ports); e.g. port_range=%d-%d",
+                  val, DIST_PORT_LO_DEFAULT, DIST_PORT_HI_DEFAULT);
+        return -1;
+    }
+    cfg->port_lo = (uint16_t) lo;
+    cfg->port_hi = (uint16_t) hi;
+    return 0;
+}
+
+static int parse_ifname (struct dist_config *cfg, const char *val,
+                         char *err, size_t errsz)
+{
+    size_t len = strlen (val);
+    size_t i;
+
+    if (len == 0 || len >= sizeof (cfg->ifname)) {
+        snprintf (err, errsz, "ifname=%.32s: an interface name has 1 to %zu characters",
+                  val, sizeof (cfg->ifname) - 1);
+        return -1;
+    }
+    for (i = 0; i < len; i++) {
+        if (val[i] == '/' || val[i] <= ' ' || val[i] > '~') {
+            snprintf (err, errsz, "ifname=%.32s: not a valid interface name", val);
+            return -1;
+        }
+    }
+    memcpy (cfg->ifname, val, len + 1);
+    return 0;
+}
+
+int dist_config_parse_arg (struct dist_config *cfg, const char *arg,
+                           char *err, size_t errsz)
+{
+    const char *eq = strchr (arg, '=');
+    size_t klen;
+
+    if (eq == NULL) {
+        snprintf (err, errsz,
+                  "plugstack argument '%.64s' is not key=value; valid keys: port_range, ifname",
+                  arg);
+        return -1;
+    }
+    klen = (size_t) (eq - arg);
+    if (klen == strlen ("port_range") && strncmp (arg, "port_range", klen) == 0)
+        return parse_port_range (cfg, eq + 1, err, errsz);
+    if (klen == strlen ("ifname") && strncmp (arg, "ifname", klen) == 0)
+        return parse_ifname (cfg, eq + 1, err, errsz);
+    snprintf (err, errsz,
+              "unknown plugstack key '%.*s'; valid keys: port_range, ifname",
+              (int) (klen > 64 ? 64 : klen), arg);
+    return -1;
+}

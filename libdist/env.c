@@ -1,0 +1,62 @@
+/* env.c - the torch profile: torchrun's variables from Slurm's facts. */
+#include <stdio.h>
+#include <string.h>
+
+#include "env.h"
+
+struct env_builder {
+    struct dist_var *out;
+    size_t n;
+};
+
+static void put (struct env_builder *b, const char *name,
+                 enum dist_overwrite overwrite, const char *value)
+{
+    struct dist_var *v;
+
+    if (value[0] == '\0' || b->n >= DIST_ENV_MAX)
+        return;
+    v = &b->out[b->n++];
+    v->name = name;
+    v->overwrite = overwrite;
+    snprintf (v->value, sizeof (v->value), "%s", value);
+}
+
+static void put_u (struct env_builder *b, const char *name,
+                   enum dist_overwrite overwrite, unsigned long value)
+{
+    char buf[24];
+    snprintf (buf, sizeof (buf), "%lu", value);
+    put (b, name, overwrite, buf);
+}
+
+size_t dist_env_torch (const struct dist_step *step, uint32_t rank,
+                       uint32_t local_rank, struct dist_var out[DIST_ENV_MAX])
+{
+    struct env_builder b = { .out = out, .n = 0 };
+    char run_id[DIST_VALUE_MAX];
+
+    put_u (&b, "RANK", DIST_FACT, rank);
+    put_u (&b, "LOCAL_RANK", DIST_FACT, local_rank);
+    put_u (&b, "WORLD_SIZE", DIST_FACT, step->world_size);
+    put_u (&b, "LOCAL_WORLD_SIZE", DIST_FACT, step->local_world_size);
+    put_u (&b, "GROUP_RANK", DIST_FACT, step->node_rank);
+    put_u (&b, "NODE_RANK", DIST_FACT, step->node_rank);
+    put_u (&b, "GROUP_WORLD_SIZE", DIST_FACT, step->node_count);
+    put (&b, "ROLE_NAME", DIST_FACT, "default");
+    put_u (&b, "ROLE_RANK", DIST_FACT, rank);
+    put_u (&b, "ROLE_WORLD_SIZE", DIST_FACT, step->world_size);
+    put (&b, "MASTER_ADDR", DIST_DEFAULT, step->master_addr);
+    put_u (&b, "MASTER_PORT", DIST_DEFAULT, step->master_port);
+    snprintf (run_id, sizeof (run_id), "slurm-%lu.%lu",
+              (unsigned long) step->job_id, (unsigned long) step->step_id);
+    put (&b, "TORCHELASTIC_RUN_ID", DIST_FACT, run_id);
+    put_u (&b, "TORCHELASTIC_RESTART_COUNT", DIST_FACT, step->restart_count);
+    put_u (&b, "TORCHELASTIC_MAX_RESTARTS", DIST_DEFAULT, 0);
+    put (&b, "TORCH_NCCL_ASYNC_ERROR_HANDLING", DIST_DEFAULT, "1");
+    put_u (&b, "OMP_NUM_THREADS", DIST_DEFAULT,
+           step->cpus_per_task > 0 ? step->cpus_per_task : 1);
+    put (&b, "NCCL_SOCKET_IFNAME", DIST_DEFAULT, step->ifname);
+    put (&b, "GLOO_SOCKET_IFNAME", DIST_DEFAULT, step->ifname);
+    return b.n;
+}

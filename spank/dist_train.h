@@ -1,0 +1,47 @@
+/* dist_train.h - state shared by the plugin's files, one process at a time.
+ *
+ * Each Slurm process (srun, sbatch/salloc, slurmstepd) loads its own copy of
+ * the plugin, so this state belongs to that one process: in slurmstepd it is
+ * filled once per node in user_init and read by every forked task.
+ */
+#ifndef DIST_TRAIN_H
+#define DIST_TRAIN_H
+
+#include <stdbool.h>
+#include <slurm/spank.h>
+
+#include "libdist/config.h"
+#include "libdist/env.h"
+
+#define PLUGIN_NAME "dist-train"
+
+struct dist_train {
+    struct dist_config cfg;
+    bool option_given;          /* --dist-train seen (srun, or via sbatch) */
+    bool active;                /* remote: this step gets the environment */
+    char error[DIST_ERR_MAX];   /* remote: reported by task_init, "" = none */
+    struct dist_step step;      /* remote: the node's facts */
+};
+
+extern struct dist_train dist_train;
+
+/* Remember an error found in slurmstepd, to fail the tasks with it later
+ * (failing user_init could drain the node). */
+void dist_train_defer_error (const char *msg);
+
+/* option.c */
+int dist_train_register_option (spank_t sp);
+int dist_train_apply_env_default (spank_t sp);
+
+/* remote.c (slurmstepd) */
+int dist_train_remote_user_init (spank_t sp);
+int dist_train_remote_task_init (spank_t sp);
+
+/* network.c */
+int dist_train_resolve_master (const char *node, char *addr, size_t addrsz,
+                               char *err, size_t errsz);
+void dist_train_find_ifname (const char *master_addr, char *ifname, size_t ifsz);
+int dist_train_check_port_free (const char *master_addr, uint16_t port,
+                                char *err, size_t errsz);
+
+#endif /* DIST_TRAIN_H */

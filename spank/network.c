@@ -1,0 +1,138 @@
+/* network.c - the I/O behind MASTER_ADDR, the interface and the port check.
+ * Runs once per node per step, in slurmstepd, as the user. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ifaddrs.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "dist_train.h"
+#include "libdist/address.h"
+
+int dist_train_resolve_master (const char *node, char *addr, size_t addrsz,
+                               char *err, size_t errsz)
+{
+    struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
+    struct addrinfo *list = NULL;
+    int rc;
+
+    rc = getaddrinfo (node, NULL, &hints, &list);
+    if (rc != 0) {
+        snprintf (err, errsz,
+                  "cannot resolve rank 0's node '%.64s': %s; "
+                  "set MASTER_ADDR to its address", node, gai_strerror (rc));
+        return -1;
+    }
+    rc = dist_address_pick (list, addr, addrsz);
+    freeaddrinfo (list);
+    if (rc < 0) {
+        snprintf (err, errsz,
+                  "rank 0's node '%.64s' resolves only to loopback addresses "
+                  "(an /etc/hosts '127.0.1.1' line?); set MASTER_ADDR to its address",
+                  node);
+        return -1;
+    }
+    return 0;
+}
+
+/* Fill a sockaddr for a numeric address; 0 on success. */
+static int to_sockaddr (const char *addr, uint16_t port,
+                        struct sockaddr_storage *ss, socklen_t *len)
+{
+    struct sockaddr_in *in = (struct sockaddr_in *) ss;
+    struct sockaddr_in6 *in6 = (struct sockaddr_in6 *) ss;
+
+    memset (ss, 0, sizeof (*ss));
+    if (inet_pton (AF_INET, addr, &in->sin_addr) == 1) {
+        in->sin_family = AF_INET;
+        in->sin_port = htons (port);
+        *len = sizeof (*in);
+        return 0;
+    }
+    if (inet_pton (AF_INET6, addr, &in6->sin6_addr) == 1) {
+        in6->sin6_family = AF_INET6;
+        in6->sin6_port = htons (port);
+        *len = sizeof (*in6);
+        return 0;
+    }
+    return -1;
+}
+
+static bool same_address (const struct sockaddr *a, const struct sockaddr *b)
+{
+    if (a->sa_family != b->sa_family)
+        return false;
+    if (a->sa_family == AF_INET)
+        return ((const struct sockaddr_in *) a)->sin_addr.s_addr
+               == ((const struct sockaddr_in *) b)->sin_addr.s_addr;
+    if (a->sa_family == AF_INET6)
+        return memcmp (&((const struct sockaddr_in6 *) a)->sin6_addr,
+                       &((const struct sockaddr_in6 *) b)->sin6_addr,
+                       sizeof (struct in6_addr)) == 0;
+    return false;
+}
+
+/* The interface this node uses to reach master_addr: ask the kernel's
+ * routing for the source address (connect() on UDP sends nothing), then
+ * find the interface that owns it.  On rank 0's node the source is the
+ * master address itself, so its own interface is found. */
+void dist_train_find_ifname (const char *master_addr, char *ifname, size_t ifsz)
+{
+    struct sockaddr_storage dst, src;
+    socklen_t dstlen, srclen = sizeof (src);
+    struct ifaddrs *ifs = NULL, *ifa;
+    int fd;
+
+    ifname[0] = '\0';
+    if (to_sockaddr (master_addr, 9, &dst, &dstlen) < 0)
+        return;
+    fd = socket (dst.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return;
+    if (connect (fd, (struct sockaddr *) &dst, dstlen) < 0
+        || getsockname (fd, (struct sockaddr *) &src, &srclen) < 0) {
+        close (fd);
+        return;
+    }
+    close (fd);
+    if (getifaddrs (&ifs) < 0)
+        return;
+    for (ifa = ifs; ifa != NULL; ifa = ifa->ifa_next) {
+        if (ifa->ifa_addr != NULL
+            && same_address (ifa->ifa_addr, (struct sockaddr *) &src)
+            && strlen (ifa->ifa_name) < ifsz) {
+            snprintf (ifname, ifsz, "%s", ifa->ifa_name);
+            break;
+        }
+    }
+    freeifaddrs (ifs);
+}
+
+int dist_train_check_port_free (const char *master_addr, uint16_t port,
+                                char *err, size_t errsz)
+{
+    struct sockaddr_storage ss;
+    socklen_t len;
+    int fd, one = 1, rc = 0;
+
+    if (to_sockaddr (master_addr, port, &ss, &len) < 0)
+        return 0;
+    fd = socket (ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return 0;
+    /* SO_REUSEADDR as PyTorch's store sets it: a port in TIME_WAIT is fine. */
+    setsockopt (fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof (one));
+    if (bind (fd, (struct sockaddr *) &ss, len) < 0 && errno == EADDRINUSE) {
+        snprintf (err, errsz,
+                  "MASTER_PORT %u is already in use on %s; set MASTER_PORT to a free "
+                  "port, or ask your admin to change port_range in plugstack.conf",
+                  (unsigned) port, master_addr);
+        rc = -1;
+    }
+    close (fd);
+    return rc;
+}

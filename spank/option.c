@@ -1,0 +1,86 @@
+/* option.c - --dist-train[=SPEC] and its environment default DIST_TRAIN. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <slurm/spank.h>
+
+#include "dist_train.h"
+
+#define ENV_DEFAULT "DIST_TRAIN"
+
+/* Parse SPEC into the plugin's state.  In srun/sbatch an error stops the
+ * command; in slurmstepd it is kept for task_init. */
+static int apply_spec (const char *spec, const char *origin)
+{
+    char err[DIST_ERR_MAX];
+    char msg[DIST_ERR_MAX + 64];
+    bool remote = spank_context () == S_CTX_REMOTE;
+
+    if (dist_config_parse_spec (&dist_train.cfg, spec, err, sizeof (err)) < 0) {
+        snprintf (msg, sizeof (msg), "%s (from %s)", err, origin);
+        if (remote) {
+            dist_train_defer_error (msg);
+            return 0;
+        }
+        slurm_error ("%s: %s", PLUGIN_NAME, msg);
+        return -1;
+    }
+    if (dist_train.cfg.help && !remote) {
+        slurm_spank_log ("%s", dist_spec_help);
+        return -1;
+    }
+    return 0;
+}
+
+static int option_cb (int val, const char *optarg, int remote)
+{
+    dist_train.option_given = true;
+    return apply_spec (optarg, "--dist-train");
+}
+
+static struct spank_option dist_train_option = {
+    .name = "dist-train",
+    .arginfo = "[SPEC]",
+    .usage = "Set up the environment for distributed training in every task "
+             "(RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, ...). "
+             "SPEC: torch (default), off, verbose, help. "
+             "Default from the environment variable DIST_TRAIN.",
+    .has_arg = 2,
+    .val = 0,
+    .cb = option_cb,
+};
+
+int dist_train_register_option (spank_t sp)
+{
+    if (spank_option_register (sp, &dist_train_option) != ESPANK_SUCCESS) {
+        slurm_error ("%s: cannot register --dist-train", PLUGIN_NAME);
+        return -1;
+    }
+    return 0;
+}
+
+/* Without the flag, DIST_TRAIN in the job's environment decides: job
+ * templates and slurmrestd cannot pass SPANK options. */
+int dist_train_apply_env_default (spank_t sp)
+{
+    char spec[1024];
+
+    if (dist_train.option_given)
+        return 0;
+    if (spank_context () == S_CTX_REMOTE) {
+        spank_err_t rc = spank_getenv (sp, ENV_DEFAULT, spec, sizeof (spec));
+        if (rc == ESPANK_ENV_NOEXIST)
+            return 0;
+        if (rc != ESPANK_SUCCESS) {
+            dist_train_defer_error (ENV_DEFAULT " is longer than 1023 characters");
+            return 0;
+        }
+    } else {
+        const char *value = getenv (ENV_DEFAULT);
+        if (value == NULL)
+            return 0;
+        snprintf (spec, sizeof (spec), "%s", value);
+    }
+    return apply_spec (spec, ENV_DEFAULT);
+}

@@ -1,0 +1,66 @@
+/* plugin.c - the SPANK entry points: parse the admin's arguments, register
+ * --dist-train, and hand each callback to the code for the running context. */
+#include <stdio.h>
+#include <string.h>
+
+#include <slurm/spank.h>
+
+#include "dist_train.h"
+
+SPANK_PLUGIN (dist_train, 1);
+
+struct dist_train dist_train;
+
+void dist_train_defer_error (const char *msg)
+{
+    if (dist_train.error[0] == '\0')
+        snprintf (dist_train.error, sizeof (dist_train.error), "%s", msg);
+}
+
+int slurm_spank_init (spank_t sp, int ac, char **av)
+{
+    spank_context_t ctx = spank_context ();
+    char err[DIST_ERR_MAX];
+    int i;
+
+    memset (&dist_train, 0, sizeof (dist_train));
+    dist_config_init (&dist_train.cfg);
+    if (ctx != S_CTX_LOCAL && ctx != S_CTX_REMOTE && ctx != S_CTX_ALLOCATOR)
+        return 0;
+
+    for (i = 0; i < ac; i++) {
+        if (dist_config_parse_arg (&dist_train.cfg, av[i], err, sizeof (err)) < 0) {
+            /* srun and sbatch stop here, so an admin's typo is seen at once;
+             * slurmstepd keeps the node healthy and fails the step instead. */
+            if (ctx != S_CTX_REMOTE) {
+                slurm_error ("%s: plugstack.conf: %s", PLUGIN_NAME, err);
+                return -1;
+            }
+            dist_train_defer_error (err);
+        }
+    }
+    return dist_train_register_option (sp);
+}
+
+int slurm_spank_init_post_opt (spank_t sp, int ac, char **av)
+{
+    spank_context_t ctx = spank_context ();
+
+    if (ctx != S_CTX_LOCAL && ctx != S_CTX_REMOTE && ctx != S_CTX_ALLOCATOR)
+        return 0;
+    return dist_train_apply_env_default (sp);
+}
+
+int slurm_spank_user_init (spank_t sp, int ac, char **av)
+{
+    if (spank_context () != S_CTX_REMOTE)
+        return 0;
+    return dist_train_remote_user_init (sp);
+}
+
+int slurm_spank_task_init (spank_t sp, int ac, char **av)
+{
+    if (spank_context () != S_CTX_REMOTE)
+        return 0;
+    return dist_train_remote_task_init (sp);
+}

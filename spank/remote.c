@@ -1,0 +1,171 @@
+/* remote.c - slurmstepd: compute the node's facts once (user_init), then give
+ * each task its variables (task_init, just before exec). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <slurm/slurm.h>
+#include <slurm/spank.h>
+
+#include "dist_train.h"
+#include "libdist/port.h"
+
+/* Read a uint32_t item, with a message naming it when Slurm has none. */
+static int get_u32 (spank_t sp, spank_item_t item, const char *what,
+                    uint32_t *value)
+{
+    char msg[DIST_ERR_MAX];
+
+    if (spank_get_item (sp, item, value) != ESPANK_SUCCESS) {
+        snprintf (msg, sizeof (msg), "cannot read the step's %s from Slurm", what);
+        dist_train_defer_error (msg);
+        return -1;
+    }
+    return 0;
+}
+
+/* The batch script, the extern step and salloc's interactive step are not
+ * training steps, even when the job was submitted with --dist-train. */
+static bool is_training_step (uint32_t step_id)
+{
+    return step_id != SLURM_BATCH_SCRIPT && step_id != SLURM_EXTERN_CONT
+           && step_id != SLURM_INTERACTIVE_STEP && step_id != SLURM_PENDING_STEP;
+}
+
+/* Name of the node that runs rank 0: the first node of the step.  Block,
+ * cyclic and plane distributions all start there.  Returns malloc'ed
+ * memory or NULL. */
+static char *rank0_node (spank_t sp)
+{
+    char nodelist[8192];
+    hostlist_t hl;
+    char *first;
+
+    if (spank_getenv (sp, "SLURM_STEP_NODELIST", nodelist, sizeof (nodelist))
+        != ESPANK_SUCCESS)
+        return NULL;
+    hl = slurm_hostlist_create (nodelist);
+    if (hl == NULL)
+        return NULL;
+    first = slurm_hostlist_shift (hl);
+    slurm_hostlist_destroy (hl);
+    return first;
+}
+
+static int collect_step (spank_t sp, struct dist_step *step)
+{
+    char err[DIST_ERR_MAX];
+    char msg[DIST_ERR_MAX + 128];
+    char user_port[16];
+    uint32_t lid;
+    char *node;
+
+    if (get_u32 (sp, S_JOB_NNODES, "node count", &step->node_count) < 0
+        || get_u32 (sp, S_JOB_NODEID, "node index", &step->node_rank) < 0
+        || get_u32 (sp, S_JOB_TOTAL_TASK_COUNT, "task count", &step->world_size) < 0
+        || get_u32 (sp, S_JOB_LOCAL_TASK_COUNT, "local task count",
+                    &step->local_world_size) < 0
+        || get_u32 (sp, S_STEP_CPUS_PER_TASK, "CPUs per task",
+                    &step->cpus_per_task) < 0)
+        return -1;
+    if (spank_get_item (sp, S_SLURM_RESTART_COUNT, &step->restart_count)
+        != ESPANK_SUCCESS)
+        step->restart_count = 0;
+
+    node = rank0_node (sp);
+    if (node == NULL) {
+        dist_train_defer_error ("cannot find the step's first node in SLURM_STEP_NODELIST");
+        return -1;
+    }
+    /* Every distribution placed rank 0 on the first node so far; say so
+     * plainly if this one did not, rather than hand out a wrong address. */
+    if (step->node_rank == 0
+        && spank_get_item (sp, S_JOB_GLOBAL_TO_LOCAL_ID, (uint32_t) 0, &lid) != ESPANK_SUCCESS) {
+        snprintf (msg, sizeof (msg),
+                  "rank 0 does not run on the step's first node %s "
+                  "(arbitrary distribution?); this layout is not supported yet", node);
+        dist_train_defer_error (msg);
+        free (node);
+        return -1;
+    }
+    if (dist_train_resolve_master (node, step->master_addr, sizeof (step->master_addr),
+                                   err, sizeof (err)) < 0) {
+        dist_train_defer_error (err);
+        free (node);
+        return -1;
+    }
+
+    if (dist_train.cfg.ifname[0] != '\0')
+        snprintf (step->ifname, sizeof (step->ifname), "%s", dist_train.cfg.ifname);
+    else
+        dist_train_find_ifname (step->master_addr, step->ifname, sizeof (step->ifname));
+
+    step->master_port = dist_port_for_step (dist_train.cfg.port_lo, dist_train.cfg.port_hi,
+                                            step->job_id, step->step_id);
+    /* A port the user chose is theirs to check; ours is checked where rank 0
+     * will listen, so a collision fails now instead of hanging later. */
+    if (spank_getenv (sp, "MASTER_PORT", user_port, sizeof (user_port)) != ESPANK_SUCCESS
+        && spank_get_item (sp, S_JOB_GLOBAL_TO_LOCAL_ID, (uint32_t) 0, &lid) == ESPANK_SUCCESS
+        && dist_train_check_port_free (step->master_addr, step->master_port,
+                                       err, sizeof (err)) < 0) {
+        snprintf (msg, sizeof (msg), "node %s: %s", node, err);
+        dist_train_defer_error (msg);
+        free (node);
+        return -1;
+    }
+    free (node);
+    return 0;
+}
+
+int dist_train_remote_user_init (spank_t sp)
+{
+    struct dist_step *step = &dist_train.step;
+
+    /* Without the flag nothing changes, not even for a plugstack error. */
+    if (dist_train.cfg.profile == DIST_PROFILE_OFF) {
+        dist_train.error[0] = '\0';
+        return 0;
+    }
+    if (get_u32 (sp, S_JOB_ID, "job id", &step->job_id) < 0
+        || get_u32 (sp, S_JOB_STEPID, "step id", &step->step_id) < 0)
+        return 0;
+    if (!is_training_step (step->step_id)) {
+        dist_train.error[0] = '\0';
+        return 0;
+    }
+    if (dist_train.error[0] != '\0')
+        return 0;
+    if (collect_step (sp, step) == 0)
+        dist_train.active = true;
+    return 0;
+}
+
+int dist_train_remote_task_init (spank_t sp)
+{
+    struct dist_var vars[DIST_ENV_MAX];
+    uint32_t rank;
+    int local_rank;
+    size_t i, n;
+
+    if (dist_train.error[0] != '\0') {
+        slurm_error ("%s: %s", PLUGIN_NAME, dist_train.error);
+        return -1;
+    }
+    if (!dist_train.active)
+        return 0;
+    if (spank_get_item (sp, S_TASK_GLOBAL_ID, &rank) != ESPANK_SUCCESS
+        || spank_get_item (sp, S_TASK_ID, &local_rank) != ESPANK_SUCCESS) {
+        slurm_error ("%s: cannot read the task's rank from Slurm", PLUGIN_NAME);
+        return -1;
+    }
+    n = dist_env_torch (&dist_train.step, rank, (uint32_t) local_rank, vars);
+    for (i = 0; i < n; i++) {
+        if (spank_setenv (sp, vars[i].name, vars[i].value,
+                          vars[i].overwrite == DIST_FACT) != ESPANK_SUCCESS
+            && vars[i].overwrite == DIST_FACT) {
+            slurm_error ("%s: cannot set %s", PLUGIN_NAME, vars[i].name);
+            return -1;
+        }
+    }
+    return 0;
+}

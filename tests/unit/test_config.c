@@ -1,0 +1,170 @@
+/* test_config.c - SPEC and plugstack arguments: what is accepted, what is
+ * refused, and that refusals name the bad token. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "libdist/config.h"
+
+static void test_defaults (void **state)
+{
+    struct dist_config cfg;
+    dist_config_init (&cfg);
+    assert_int_equal (cfg.profile, DIST_PROFILE_OFF);
+    assert_false (cfg.verbose);
+    assert_int_equal (cfg.port_lo, DIST_PORT_LO_DEFAULT);
+    assert_int_equal (cfg.port_hi, DIST_PORT_HI_DEFAULT);
+    assert_string_equal (cfg.ifname, "");
+    /* The default range stays below the Linux ephemeral range. */
+    assert_true (cfg.port_hi < 32768);
+}
+
+static void test_spec_empty_means_torch (void **state)
+{
+    struct dist_config cfg;
+    char err[DIST_ERR_MAX];
+    dist_config_init (&cfg);
+    assert_int_equal (dist_config_parse_spec (&cfg, NULL, err, sizeof (err)), 0);
+    assert_int_equal (cfg.profile, DIST_PROFILE_TORCH);
+    dist_config_init (&cfg);
+    assert_int_equal (dist_config_parse_spec (&cfg, "", err, sizeof (err)), 0);
+    assert_int_equal (cfg.profile, DIST_PROFILE_TORCH);
+}
+
+static void test_spec_tokens (void **state)
+{
+    struct dist_config cfg;
+    char err[DIST_ERR_MAX];
+    dist_config_init (&cfg);
+    assert_int_equal (dist_config_parse_spec (&cfg, "torch,verbose", err, sizeof (err)), 0);
+    assert_int_equal (cfg.profile, DIST_PROFILE_TORCH);
+    assert_true (cfg.verbose);
+    assert_int_equal (dist_config_parse_spec (&cfg, "off", err, sizeof (err)), 0);
+    assert_int_equal (cfg.profile, DIST_PROFILE_OFF);
+    assert_false (cfg.verbose); /* each SPEC starts afresh */
+    assert_int_equal (dist_config_parse_spec (&cfg, "verbose", err, sizeof (err)), 0);
+    assert_int_equal (cfg.profile, DIST_PROFILE_TORCH);
+    assert_int_equal (dist_config_parse_spec (&cfg, "help", err, sizeof (err)), 0);
+    assert_true (cfg.help);
+    assert_int_equal (dist_config_parse_spec (&cfg, "torch,,torch", err, sizeof (err)), 0);
+    assert_false (cfg.help);
+}
+
+static void test_spec_unknown_token_named (void **state)
+{
+    struct dist_config cfg;
+    char err[DIST_ERR_MAX] = "";
+    dist_config_init (&cfg);
+    assert_int_equal (dist_config_parse_spec (&cfg, "torch,bogus", err, sizeof (err)), -1);
+    assert_non_null (strstr (err, "'bogus'"));
+    assert_non_null (strstr (err, "valid: torch, off"));
+}
+
+static void test_spec_two_profiles (void **state)
+{
+    struct dist_config cfg;
+    char err[DIST_ERR_MAX] = "";
+    dist_config_init (&cfg);
+    assert_int_equal (dist_config_parse_spec (&cfg, "torch,off", err, sizeof (err)), -1);
+    assert_non_null (strstr (err, "two profiles"));
+}
+
+static void test_spec_hostile (void **state)
+{
+    struct dist_config cfg;
+    char err[DIST_ERR_MAX] = "";
+    char big[4096];
+    dist_config_init (&cfg);
+    memset (big, 'a', sizeof (big) - 1);
+    big[sizeof (big) - 1] = '\0';
+    assert_int_equal (dist_config_parse_spec (&cfg, big, err, sizeof (err)), -1);
+    assert_non_null (strstr (err, "longer than"));
+    /* format directives are data, not formats */
+    assert_int_equal (dist_config_parse_spec (&cfg, "%s%n%x", err, sizeof (err)), -1);
+    assert_non_null (strstr (err, "'%s%n%x'"));
+    /* a long bad token is cut, the message stays bounded */
+    memset (big, 'b', 300);
+    big[300] = '\0';
+    assert_int_equal (dist_config_parse_spec (&cfg, big, err, sizeof (err)), -1);
+    assert_true (strlen (err) < sizeof (err));
+}
+
+static void test_arg_port_range (void **state)
+{
+    struct dist_config cfg;
+    char err[DIST_ERR_MAX] = "";
+    dist_config_init (&cfg);
+    assert_int_equal (dist_config_parse_arg (&cfg, "port_range=40000-40009", err, sizeof (err)), 0);
+    assert_int_equal (cfg.port_lo, 40000);
+    assert_int_equal (cfg.port_hi, 40009);
+    assert_int_equal (dist_config_parse_arg (&cfg, "port_range=5000-5000", err, sizeof (err)), 0);
+    assert_int_equal (cfg.port_lo, 5000);
+    assert_int_equal (cfg.port_hi, 5000);
+}
+
+static void test_arg_port_range_bad (void **state)
+{
+    static const char *bad[] = {
+        "port_range=", "port_range=100", "port_range=30000-20000",
+        "port_range=80-90", "port_range=20000-70000", "port_range=-5-10",
+        "port_range=20000-", "port_range=2e4-3e4", "port_range=20000-30000x",
+        "port_range=99999999999999999999-1",
+    };
+    size_t i;
+    for (i = 0; i < sizeof (bad) / sizeof (bad[0]); i++) {
+        struct dist_config cfg;
+        char err[DIST_ERR_MAX] = "";
+        dist_config_init (&cfg);
+        assert_int_equal (dist_config_parse_arg (&cfg, bad[i], err, sizeof (err)), -1);
+        assert_non_null (strstr (err, "port_range="));
+        /* nothing half-applied */
+        assert_int_equal (cfg.port_lo, DIST_PORT_LO_DEFAULT);
+        assert_int_equal (cfg.port_hi, DIST_PORT_HI_DEFAULT);
+    }
+}
+
+static void test_arg_ifname (void **state)
+{
+    struct dist_config cfg;
+    char err[DIST_ERR_MAX] = "";
+    dist_config_init (&cfg);
+    assert_int_equal (dist_config_parse_arg (&cfg, "ifname=ib0", err, sizeof (err)), 0);
+    assert_string_equal (cfg.ifname, "ib0");
+    assert_int_equal (dist_config_parse_arg (&cfg, "ifname=", err, sizeof (err)), -1);
+    assert_int_equal (dist_config_parse_arg (&cfg, "ifname=abcdefghijklmnop", err, sizeof (err)), -1);
+    assert_int_equal (dist_config_parse_arg (&cfg, "ifname=a/b", err, sizeof (err)), -1);
+    assert_int_equal (dist_config_parse_arg (&cfg, "ifname=a b", err, sizeof (err)), -1);
+    assert_string_equal (cfg.ifname, "ib0");
+}
+
+static void test_arg_unknown_key_named (void **state)
+{
+    struct dist_config cfg;
+    char err[DIST_ERR_MAX] = "";
+    dist_config_init (&cfg);
+    assert_int_equal (dist_config_parse_arg (&cfg, "portrange=1-2", err, sizeof (err)), -1);
+    assert_non_null (strstr (err, "'portrange'"));
+    assert_non_null (strstr (err, "valid keys"));
+    assert_int_equal (dist_config_parse_arg (&cfg, "verbose", err, sizeof (err)), -1);
+    assert_non_null (strstr (err, "key=value"));
+}
+
+int main (void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test (test_defaults),
+        cmocka_unit_test (test_spec_empty_means_torch),
+        cmocka_unit_test (test_spec_tokens),
+        cmocka_unit_test (test_spec_unknown_token_named),
+        cmocka_unit_test (test_spec_two_profiles),
+        cmocka_unit_test (test_spec_hostile),
+        cmocka_unit_test (test_arg_port_range),
+        cmocka_unit_test (test_arg_port_range_bad),
+        cmocka_unit_test (test_arg_ifname),
+        cmocka_unit_test (test_arg_unknown_key_named),
+    };
+    return cmocka_run_group_tests (tests, NULL, NULL);
+}

@@ -1,0 +1,115 @@
+/* test_env.c - the torch profile's variables for a few ranks of a step. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "libdist/env.h"
+
+static const struct dist_var *find (const struct dist_var *v, size_t n, const char *name)
+{
+    size_t i;
+    for (i = 0; i < n; i++)
+        if (strcmp (v[i].name, name) == 0)
+            return &v[i];
+    return NULL;
+}
+
+static void expect (const struct dist_var *v, size_t n, const char *name,
+                    const char *value, enum dist_overwrite ow)
+{
+    const struct dist_var *var = find (v, n, name);
+    if (var == NULL)
+        fail_msg ("%s is missing", name);
+    assert_string_equal (var->value, value);
+    assert_int_equal (var->overwrite, ow);
+}
+
+static struct dist_step two_nodes (void)
+{
+    struct dist_step s = {
+        .job_id = 4242, .step_id = 3, .world_size = 4, .node_rank = 1,
+        .node_count = 2, .local_world_size = 2, .cpus_per_task = 2,
+        .restart_count = 1, .master_addr = "10.213.7.11", .master_port = 20035,
+        .ifname = "eth0",
+    };
+    return s;
+}
+
+static void test_second_node_rank3 (void **state)
+{
+    struct dist_step s = two_nodes ();
+    struct dist_var v[DIST_ENV_MAX];
+    size_t n = dist_env_torch (&s, 3, 1, v);
+
+    expect (v, n, "RANK", "3", DIST_FACT);
+    expect (v, n, "LOCAL_RANK", "1", DIST_FACT);
+    expect (v, n, "WORLD_SIZE", "4", DIST_FACT);
+    expect (v, n, "LOCAL_WORLD_SIZE", "2", DIST_FACT);
+    expect (v, n, "GROUP_RANK", "1", DIST_FACT);
+    expect (v, n, "NODE_RANK", "1", DIST_FACT);
+    expect (v, n, "GROUP_WORLD_SIZE", "2", DIST_FACT);
+    expect (v, n, "ROLE_NAME", "default", DIST_FACT);
+    expect (v, n, "ROLE_RANK", "3", DIST_FACT);
+    expect (v, n, "ROLE_WORLD_SIZE", "4", DIST_FACT);
+    expect (v, n, "MASTER_ADDR", "10.213.7.11", DIST_DEFAULT);
+    expect (v, n, "MASTER_PORT", "20035", DIST_DEFAULT);
+    expect (v, n, "TORCHELASTIC_RUN_ID", "slurm-4242.3", DIST_FACT);
+    expect (v, n, "TORCHELASTIC_RESTART_COUNT", "1", DIST_FACT);
+    expect (v, n, "TORCHELASTIC_MAX_RESTARTS", "0", DIST_DEFAULT);
+    expect (v, n, "TORCH_NCCL_ASYNC_ERROR_HANDLING", "1", DIST_DEFAULT);
+    expect (v, n, "OMP_NUM_THREADS", "2", DIST_DEFAULT);
+    expect (v, n, "NCCL_SOCKET_IFNAME", "eth0", DIST_DEFAULT);
+    expect (v, n, "GLOO_SOCKET_IFNAME", "eth0", DIST_DEFAULT);
+    assert_int_equal (n, 19);
+}
+
+static void test_unknown_ifname_left_out (void **state)
+{
+    struct dist_step s = two_nodes ();
+    struct dist_var v[DIST_ENV_MAX];
+    size_t n;
+    s.ifname[0] = '\0';
+    s.cpus_per_task = 0;
+    n = dist_env_torch (&s, 0, 0, v);
+    assert_null (find (v, n, "NCCL_SOCKET_IFNAME"));
+    assert_null (find (v, n, "GLOO_SOCKET_IFNAME"));
+    expect (v, n, "OMP_NUM_THREADS", "1", DIST_DEFAULT);
+    expect (v, n, "RANK", "0", DIST_FACT);
+}
+
+static void test_names_unique (void **state)
+{
+    struct dist_step s = two_nodes ();
+    struct dist_var v[DIST_ENV_MAX];
+    size_t i, j, n = dist_env_torch (&s, 2, 0, v);
+    for (i = 0; i < n; i++)
+        for (j = i + 1; j < n; j++)
+            assert_string_not_equal (v[i].name, v[j].name);
+}
+
+static void test_large_ids (void **state)
+{
+    struct dist_step s = two_nodes ();
+    struct dist_var v[DIST_ENV_MAX];
+    size_t n;
+    s.job_id = UINT32_MAX;
+    s.step_id = UINT32_MAX;
+    s.world_size = UINT32_MAX;
+    n = dist_env_torch (&s, UINT32_MAX - 1, 0, v);
+    expect (v, n, "TORCHELASTIC_RUN_ID", "slurm-4294967295.4294967295", DIST_FACT);
+    expect (v, n, "RANK", "4294967294", DIST_FACT);
+}
+
+int main (void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test (test_second_node_rank3),
+        cmocka_unit_test (test_unknown_ifname_left_out),
+        cmocka_unit_test (test_names_unique),
+        cmocka_unit_test (test_large_ids),
+    };
+    return cmocka_run_group_tests (tests, NULL, NULL);
+}
