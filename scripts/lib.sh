@@ -1,0 +1,13 @@
+# scripts/lib.sh - shared by the scripts: messages, the repository root,
+# and the Python that has PyTorch (Debian's, not the first on PATH).
+# shellcheck shell=bash
+
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# Debian's python3-torch lives in /usr/bin/python3; another python3 may
+# come first on PATH.
+TORCH_PYTHON=${TORCH_PYTHON:-/usr/bin/python3}
+PLUGIN_SO="$top/spank/.libs/dist_train.so"
+
+say() { printf '%s: %s\n' "$(basename "$0")" "$*" >&2; }
+die() { say "error: $*"; exit 1; }
+step() { printf '\n==> %s\n' "$*" >&2; }

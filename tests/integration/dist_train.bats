@@ -1,0 +1,100 @@
+#!/usr/bin/env bats
+# dist_train.bats - srun --dist-train on a real 2-node Slurm cluster: the
+# variables every task gets, nothing without the flag, and a PyTorch DDP run.
+
+load helpers/common
+
+setup_file() {
+    cluster_start 2
+}
+
+teardown_file() {
+    cluster_stop
+}
+
+@test "srun --help lists --dist-train" {
+    run timeout 30 srun --help
+    [ "$status" -eq 0 ]
+    [[ $output == *"--dist-train"* ]]
+}
+
+@test "-N1 -n1: one task gets the variables" {
+    step_env --dist-train -N1 -n1
+    check_layout 1 1
+    [[ $(field "${lines[0]}" RANK) == 0 ]]
+}
+
+@test "-N2 -n4: block layout, rank 0 on the first node" {
+    step_env --dist-train -N2 -n4
+    check_layout 2 4
+    [[ $(field "${lines[0]}" HOST) == node1 ]]
+    [[ $(field "${lines[3]}" HOST) == node2 ]]
+    [[ $(field "${lines[3]}" GROUP_RANK) == 1 ]]
+    [[ $(field "${lines[3]}" LOCAL_RANK) == 1 ]]
+    [[ $(field "${lines[0]}" MASTER_ADDR) == "$(node_addr node1)" ]]
+}
+
+@test "-N2 -n3: uneven tasks per node" {
+    step_env --dist-train -N2 -n3
+    check_layout 2 3
+    [[ $(field "${lines[0]}" LOCAL_WORLD_SIZE) == 2 ]]
+    [[ $(field "${lines[2]}" LOCAL_WORLD_SIZE) == 1 ]]
+}
+
+@test "two steps of one job, and two jobs, get different ports" {
+    local ports
+    ports=$(timeout 60 salloc -N1 bash -c \
+        'srun --dist-train -n1 printenv MASTER_PORT; srun --dist-train -n1 printenv MASTER_PORT')
+    echo "ports of two steps: $ports"
+    [[ $(wc -l <<<"$ports") -eq 2 && $(sort -u <<<"$ports" | wc -l) -eq 2 ]]
+    local a b
+    a=$(timeout 60 srun --dist-train -N1 -n1 printenv MASTER_PORT)
+    b=$(timeout 60 srun --dist-train -N1 -n1 printenv MASTER_PORT)
+    echo "ports of two jobs: $a $b"
+    [[ -n $a && -n $b && $a != "$b" ]]
+}
+
+@test "without the flag the plugin sets nothing" {
+    step_env -N2 -n4
+    local line v
+    for line in "${lines[@]}"; do
+        for v in RANK LOCAL_RANK WORLD_SIZE LOCAL_WORLD_SIZE GROUP_RANK MASTER_ADDR \
+                 MASTER_PORT TORCHELASTIC_RUN_ID GLOO_SOCKET_IFNAME; do
+            [[ $(field "$line" "$v") == - ]] || { echo "$v set without the flag: $line"; return 1; }
+        done
+    done
+}
+
+@test "--dist-train=off sets nothing" {
+    step_env --dist-train=off -N2 -n2
+    [[ $(field "${lines[0]}" RANK) == - ]]
+    [[ $(field "${lines[1]}" MASTER_ADDR) == - ]]
+}
+
+@test "a bad SPEC stops srun before any task runs, naming the token" {
+    local marker="$BATS_TEST_TMPDIR/ran"
+    run timeout 30 srun --dist-train=torch,bogus -N1 -n1 touch "$marker"
+    [ "$status" -ne 0 ]
+    [[ $output == *"'bogus'"* ]]
+    [[ $output == *"valid: torch, off"* ]]
+    [ ! -e "$marker" ]
+}
+
+@test "PyTorch DDP trains on 2 nodes and ends with identical parameters" {
+    run timeout 300 srun --dist-train -N2 -n4 "$TORCH_PYTHON" "$TOP/examples/ddp_train.py" --steps 30
+    echo "$output"
+    [ "$status" -eq 0 ]
+    # the loss went down
+    local first last
+    first=$(sed -n 's/^step *0 *loss //p' <<<"$output")
+    last=$(sed -n 's/^step *29 *loss //p' <<<"$output")
+    [[ -n $first && -n $last ]]
+    awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a / 2) }'
+    # every rank reports, on both nodes, the same final parameters
+    local digests
+    [[ $(grep -c 'final parameters' <<<"$output") -eq 4 ]]
+    [[ $(grep 'final parameters' <<<"$output" | grep -c ' on node1:') -eq 2 ]]
+    [[ $(grep 'final parameters' <<<"$output" | grep -c ' on node2:') -eq 2 ]]
+    digests=$(sed -n 's/.*final parameters //p' <<<"$output" | sort -u)
+    [[ $(wc -l <<<"$digests") -eq 1 ]]
+}

@@ -1,0 +1,102 @@
+# common.bash - helpers for the integration tests on the local Slurm cluster.
+# shellcheck shell=bash
+
+TOP=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
+MINICLUSTER="$TOP/scripts/minicluster"
+PLUGIN_SO="$TOP/spank/.libs/dist_train.so"
+TASK_ENV="$TOP/tests/integration/helpers/task-env"
+TORCH_PYTHON=${TORCH_PYTHON:-/usr/bin/python3}
+
+# Start a cluster of $1 nodes with the plugin from the build tree.
+cluster_start() {
+    [[ -f $PLUGIN_SO ]] || { echo "build first: $PLUGIN_SO is missing" >&2; return 1; }
+    "$MINICLUSTER" stop >/dev/null 2>&1 || true
+    "$MINICLUSTER" start --nodes "$1" --plugin "$PLUGIN_SO" >&2
+    eval "$("$MINICLUSTER" env)"
+}
+
+cluster_stop() {
+    "$MINICLUSTER" stop >&2
+}
+
+# Value of KEY in a task-env line.
+field() {
+    local line=$1 key=$2 kv
+    for kv in $line; do
+        [[ $kv == "$key="* ]] && { printf '%s\n' "${kv#*=}"; return 0; }
+    done
+    return 1
+}
+
+# The address Slurm knows for a node.
+node_addr() {
+    scontrol show node "$1" -o | tr ' ' '\n' | sed -n 's/^NodeAddr=//p'
+}
+
+# Run task-env in a step; one line per task, sorted by rank, in $lines.
+step_env() {
+    local out
+    out=$(timeout 60 srun "$@" "$TASK_ENV") || { echo "srun $* failed" >&2; return 1; }
+    mapfile -t lines < <(sort -t= -k2 -n <<<"$out")
+}
+
+# Check every task line of a step of $1 nodes and $2 tasks against Slurm's
+# facts and the layout's invariants; print what is wrong and fail.
+check_layout() {
+    local nodes=$1 ntasks=$2 line host rank master_host="" port="" runid=""
+    local -A per_host=() seen_rank=() local_ranks=()
+    [[ ${#lines[@]} -eq $ntasks ]] || { echo "expected $ntasks tasks, got ${#lines[@]}" >&2; return 1; }
+    for line in "${lines[@]}"; do
+        host=$(field "$line" HOST)
+        per_host[$host]=$(( ${per_host[$host]:-0} + 1 ))
+    done
+    [[ ${#per_host[@]} -eq $nodes ]] || { echo "expected $nodes nodes, got ${!per_host[*]}" >&2; return 1; }
+    for line in "${lines[@]}"; do
+        host=$(field "$line" HOST)
+        rank=$(field "$line" RANK)
+        expect_eq "$line" RANK "$(field "$line" SLURM_PROCID)" || return 1
+        expect_eq "$line" LOCAL_RANK "$(field "$line" SLURM_LOCALID)" || return 1
+        expect_eq "$line" GROUP_RANK "$(field "$line" SLURM_NODEID)" || return 1
+        expect_eq "$line" NODE_RANK "$(field "$line" SLURM_NODEID)" || return 1
+        expect_eq "$line" WORLD_SIZE "$ntasks" || return 1
+        expect_eq "$line" ROLE_WORLD_SIZE "$ntasks" || return 1
+        expect_eq "$line" ROLE_RANK "$rank" || return 1
+        expect_eq "$line" ROLE_NAME default || return 1
+        expect_eq "$line" GROUP_WORLD_SIZE "$nodes" || return 1
+        expect_eq "$line" LOCAL_WORLD_SIZE "${per_host[$host]}" || return 1
+        [[ -z ${seen_rank[$rank]:-} ]] || { echo "rank $rank twice" >&2; return 1; }
+        seen_rank[$rank]=1
+        local_ranks[$host]+=" $(field "$line" LOCAL_RANK)"
+        [[ $rank == 0 ]] && master_host=$host
+        port=${port:-$(field "$line" MASTER_PORT)}
+        expect_eq "$line" MASTER_PORT "$port" || return 1
+        runid=${runid:-$(field "$line" TORCHELASTIC_RUN_ID)}
+        expect_eq "$line" TORCHELASTIC_RUN_ID "$runid" || return 1
+    done
+    # ranks are 0..n-1; local ranks on each node are 0..k-1
+    for ((rank = 0; rank < ntasks; rank++)); do
+        [[ -n ${seen_rank[$rank]:-} ]] || { echo "rank $rank missing" >&2; return 1; }
+    done
+    for host in "${!local_ranks[@]}"; do
+        local want
+        want=$(seq 0 $(( per_host[$host] - 1 )) | tr '\n' ' ')
+        [[ $(tr ' ' '\n' <<<"${local_ranks[$host]}" | sed '/^$/d' | sort -n | tr '\n' ' ') == "$want" ]] \
+            || { echo "local ranks on $host: ${local_ranks[$host]}, want $want" >&2; return 1; }
+    done
+    ((port >= 20000 && port <= 32767)) || { echo "MASTER_PORT $port outside 20000-32767" >&2; return 1; }
+    # MASTER_ADDR: the numeric address of the node that runs rank 0
+    local addr
+    addr=$(node_addr "$master_host")
+    [[ -n $addr ]] || { echo "no NodeAddr for $master_host" >&2; return 1; }
+    for line in "${lines[@]}"; do
+        expect_eq "$line" MASTER_ADDR "$addr" || return 1
+    done
+}
+
+expect_eq() {
+    local line=$1 key=$2 want=$3 got
+    got=$(field "$line" "$key") || got="(unset)"
+    [[ $got == "$want" ]] && return 0
+    echo "$key=$got, want $want in: $line" >&2
+    return 1
+}
