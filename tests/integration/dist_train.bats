@@ -12,6 +12,11 @@ teardown_file() {
     cluster_stop
 }
 
+setup() {
+    # tasks start in srun's directory; nodes have a private /tmp, so not there
+    cd "$TOP"
+}
+
 @test "srun --help lists --dist-train" {
     run timeout 30 srun --help
     [ "$status" -eq 0 ]
@@ -72,7 +77,8 @@ teardown_file() {
 }
 
 @test "a bad SPEC stops srun before any task runs, naming the token" {
-    local marker="$BATS_TEST_TMPDIR/ran"
+    local marker="$MINICLUSTER_DIR/bad-spec-ran"
+    rm -f "$marker"
     run timeout 30 srun --dist-train=torch,bogus -N1 -n1 touch "$marker"
     [ "$status" -ne 0 ]
     [[ $output == *"'bogus'"* ]]
