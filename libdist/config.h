@@ -1,0 +1,51 @@
+/* config.h - what a user (SPEC) and an admin (plugstack.conf) can ask of dist-train.
+ *
+ * Pure parsing: no Slurm, no I/O.  Every error message names the bad token
+ * and says what is valid, so the front ends can pass it on unchanged.
+ */
+#ifndef DIST_CONFIG_H
+#define DIST_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define DIST_IFNAME_MAX 16 /* IFNAMSIZ, including the NUL */
+#define DIST_ERR_MAX 256
+
+/* Default port range: below Linux's ephemeral range (32768-60999), so
+ * ports the kernel hands out to outgoing connections never collide. */
+#define DIST_PORT_LO_DEFAULT 20000
+#define DIST_PORT_HI_DEFAULT 32767
+
+enum dist_profile {
+    DIST_PROFILE_OFF = 0,
+    DIST_PROFILE_TORCH,
+};
+
+struct dist_config {
+    enum dist_profile profile;
+    bool verbose;
+    bool help;                       /* SPEC asked for the help text */
+    uint16_t port_lo;                /* MASTER_PORT range, inclusive */
+    uint16_t port_hi;
+    char ifname[DIST_IFNAME_MAX];    /* admin-forced interface, "" = find it */
+};
+
+/* Fill in the defaults: profile off, no verbose, the default port range. */
+void dist_config_init (struct dist_config *cfg);
+
+/* Apply a user SPEC ("torch", "off", "torch,verbose", "" = torch) to cfg.
+ * On error returns -1 with a message in err; cfg may be partly changed. */
+int dist_config_parse_spec (struct dist_config *cfg, const char *spec,
+                            char *err, size_t errsz);
+
+/* Apply one plugstack.conf argument ("key=value") to cfg.
+ * Unknown keys and bad values return -1 with a message in err. */
+int dist_config_parse_arg (struct dist_config *cfg, const char *arg,
+                           char *err, size_t errsz);
+
+/* The text shown for --dist-train=help and in srun --help. */
+extern const char dist_spec_help[];
+
+#endif /* DIST_CONFIG_H */
