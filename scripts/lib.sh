@@ -6,6 +6,7 @@ top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # Debian's python3-torch lives in /usr/bin/python3; another python3 may
 # come first on PATH.
 TORCH_PYTHON=${TORCH_PYTHON:-/usr/bin/python3}
+# shellcheck disable=SC2034 # used by the scripts that source this
 PLUGIN_SO="$top/spank/.libs/dist_train.so"
 
 say() { printf '%s: %s\n' "$(basename "$0")" "$*" >&2; }
