@@ -38,8 +38,8 @@ int dist_train_remote_user_init (spank_t sp);
 int dist_train_remote_task_init (spank_t sp);
 
 /* network.c */
-int dist_train_resolve_master (const char *node, char *addr, size_t addrsz,
-                               char *err, size_t errsz);
+int dist_train_resolve_master (spank_t sp, const char *node, bool here,
+                               char *addr, size_t addrsz, char *err, size_t errsz);
 void dist_train_find_ifname (const char *master_addr, char *ifname, size_t ifsz);
 int dist_train_check_port_free (const char *master_addr, uint16_t port,
                                 char *err, size_t errsz);

@@ -10,34 +10,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <slurm/slurm.h>
+
 #include "dist_train.h"
 #include "libdist/address.h"
-
-int dist_train_resolve_master (const char *node, char *addr, size_t addrsz,
-                               char *err, size_t errsz)
-{
-    struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
-    struct addrinfo *list = NULL;
-    int rc;
-
-    rc = getaddrinfo (node, NULL, &hints, &list);
-    if (rc != 0) {
-        snprintf (err, errsz,
-                  "cannot resolve rank 0's node '%.64s': %s; "
-                  "set MASTER_ADDR to its address", node, gai_strerror (rc));
-        return -1;
-    }
-    rc = dist_address_pick (list, addr, addrsz);
-    freeaddrinfo (list);
-    if (rc < 0) {
-        snprintf (err, errsz,
-                  "rank 0's node '%.64s' resolves only to loopback addresses "
-                  "(an /etc/hosts '127.0.1.1' line?); set MASTER_ADDR to its address",
-                  node);
-        return -1;
-    }
-    return 0;
-}
 
 /* Fill a sockaddr for a numeric address; 0 on success. */
 static int to_sockaddr (const char *addr, uint16_t port,
@@ -76,30 +52,67 @@ static bool same_address (const struct sockaddr *a, const struct sockaddr *b)
     return false;
 }
 
-/* The interface this node uses to reach master_addr: ask the kernel's
- * routing for the source address (connect() on UDP sends nothing), then
- * find the interface that owns it.  On rank 0's node the source is the
- * master address itself, so its own interface is found. */
-void dist_train_find_ifname (const char *master_addr, char *ifname, size_t ifsz)
+/* A usable address for a name: 0, or -1 when it does not resolve or
+ * resolves only to loopback. */
+static int lookup (const char *name, char *addr, size_t addrsz)
+{
+    struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
+    struct addrinfo *list = NULL;
+    int rc;
+
+    if (getaddrinfo (name, NULL, &hints, &list) != 0)
+        return -1;
+    rc = dist_address_pick (list, addr, addrsz);
+    freeaddrinfo (list);
+    return rc;
+}
+
+/* The local address the kernel's routing picks towards peer (connect() on
+ * UDP sends nothing); "" when there is none or it is loopback. */
+static void source_address_towards (const char *peer, char *addr, size_t addrsz)
 {
     struct sockaddr_storage dst, src;
     socklen_t dstlen, srclen = sizeof (src);
-    struct ifaddrs *ifs = NULL, *ifa;
+    const void *raw;
     int fd;
 
-    ifname[0] = '\0';
-    if (to_sockaddr (master_addr, 9, &dst, &dstlen) < 0)
+    addr[0] = '\0';
+    if (to_sockaddr (peer, 9, &dst, &dstlen) < 0)
         return;
     fd = socket (dst.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return;
     if (connect (fd, (struct sockaddr *) &dst, dstlen) < 0
-        || getsockname (fd, (struct sockaddr *) &src, &srclen) < 0) {
+        || getsockname (fd, (struct sockaddr *) &src, &srclen) < 0
+        || dist_address_is_loopback ((struct sockaddr *) &src)) {
         close (fd);
         return;
     }
     close (fd);
-    if (getifaddrs (&ifs) < 0)
+    raw = src.ss_family == AF_INET
+              ? (const void *) &((struct sockaddr_in *) &src)->sin_addr
+              : (const void *) &((struct sockaddr_in6 *) &src)->sin6_addr;
+    if (inet_ntop (src.ss_family, raw, addr, (socklen_t) addrsz) == NULL)
+        addr[0] = '\0';
+}
+
+/* The interface this node uses to reach master_addr: the one that owns the
+ * source address towards it.  On rank 0's node that is the master address
+ * itself, so its own interface is found. */
+void dist_train_find_ifname (const char *master_addr, char *ifname, size_t ifsz)
+{
+    struct sockaddr_storage src;
+    socklen_t len;
+    struct ifaddrs *ifs = NULL, *ifa;
+    char resolved[DIST_ADDR_MAX], source[DIST_ADDR_MAX];
+
+    ifname[0] = '\0';
+    if (to_sockaddr (master_addr, 0, &src, &len) < 0
+        && lookup (master_addr, resolved, sizeof (resolved)) == 0)
+        master_addr = resolved;   /* a name the user gave */
+    source_address_towards (master_addr, source, sizeof (source));
+    if (source[0] == '\0' || to_sockaddr (source, 0, &src, &len) < 0
+        || getifaddrs (&ifs) < 0)
         return;
     for (ifa = ifs; ifa != NULL; ifa = ifa->ifa_next) {
         if (ifa->ifa_addr != NULL
@@ -135,4 +148,44 @@ int dist_train_check_port_free (const char *master_addr, uint16_t port,
     }
     close (fd);
     return rc;
+}
+
+/* What Slurm knows: the node's NodeAddr, one RPC, made only when the name
+ * itself is of no use. */
+static int lookup_node_addr (const char *node, char *addr, size_t addrsz)
+{
+    node_info_msg_t *msg = NULL;
+    char name[256];
+    int rc = -1;
+
+    snprintf (name, sizeof (name), "%s", node);
+    if (slurm_load_node_single (&msg, name, SHOW_ALL) != SLURM_SUCCESS || msg == NULL)
+        return -1;
+    if (msg->record_count == 1 && msg->node_array[0].node_addr != NULL
+        && strcmp (msg->node_array[0].node_addr, node) != 0)
+        rc = lookup (msg->node_array[0].node_addr, addr, addrsz);
+    slurm_free_node_info_msg (msg);
+    return rc;
+}
+
+int dist_train_resolve_master (spank_t sp, const char *node, bool here,
+                               char *addr, size_t addrsz, char *err, size_t errsz)
+{
+    char launcher[DIST_ADDR_MAX];
+
+    if (lookup (node, addr, addrsz) == 0 || lookup_node_addr (node, addr, addrsz) == 0)
+        return 0;
+    /* Rank 0's own node can still tell the address the others reach it on:
+     * the one it uses towards srun's host. */
+    if (here && spank_getenv (sp, "SLURM_LAUNCH_NODE_IPADDR", launcher, sizeof (launcher))
+                    == ESPANK_SUCCESS) {
+        source_address_towards (launcher, addr, addrsz);
+        if (addr[0] != '\0')
+            return 0;
+    }
+    snprintf (err, errsz,
+              "no usable address for rank 0's node '%.64s': its name does not resolve "
+              "or resolves only to loopback (an /etc/hosts '127.0.1.1' line?), and "
+              "Slurm's NodeAddr does not help; set MASTER_ADDR to its address", node);
+    return -1;
 }

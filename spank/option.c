@@ -35,6 +35,10 @@ static int apply_spec (const char *spec, const char *origin)
 
 static int option_cb (int val, const char *optarg, int remote)
 {
+    /* sbatch/salloc pass a flag given without SPEC to the job's steps as the
+     * text "(null)" (Slurm prints the NULL optarg into the environment). */
+    if (optarg != NULL && strcmp (optarg, "(null)") == 0)
+        optarg = NULL;
     dist_train.option_given = true;
     return apply_spec (optarg, "--dist-train");
 }

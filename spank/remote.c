@@ -1,13 +1,17 @@
 /* remote.c - slurmstepd: compute the node's facts once (user_init), then give
  * each task its variables (task_init, just before exec). */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <slurm/slurm.h>
 #include <slurm/spank.h>
 
 #include "dist_train.h"
+#include "libdist/hostfile.h"
 #include "libdist/port.h"
 
 /* Read a uint32_t item, with a message naming it when Slurm has none. */
@@ -32,14 +36,12 @@ static bool is_training_step (uint32_t step_id)
            && step_id != SLURM_INTERACTIVE_STEP && step_id != SLURM_PENDING_STEP;
 }
 
-/* Name of the node that runs rank 0: the first node of the step.  Block,
- * cyclic and plane distributions all start there.  Returns malloc'ed
- * memory or NULL. */
-static char *rank0_node (spank_t sp)
+/* The name of node `index` of the step (malloc'ed), or NULL. */
+static char *step_node (spank_t sp, uint32_t index)
 {
     char nodelist[8192];
     hostlist_t hl;
-    char *first;
+    char *name;
 
     if (spank_getenv (sp, "SLURM_STEP_NODELIST", nodelist, sizeof (nodelist))
         != ESPANK_SUCCESS)
@@ -47,9 +49,95 @@ static char *rank0_node (spank_t sp)
     hl = slurm_hostlist_create (nodelist);
     if (hl == NULL)
         return NULL;
-    first = slurm_hostlist_shift (hl);
+    while ((name = slurm_hostlist_shift (hl)) != NULL && index-- > 0)
+        free (name);
     slurm_hostlist_destroy (hl);
-    return first;
+    return name;
+}
+
+/* Under the arbitrary distribution rank 0 runs on the hostfile's first
+ * host, which need not be the step's first node.  Returns malloc'ed memory
+ * or NULL with an error deferred. */
+static char *hostfile_rank0 (spank_t sp)
+{
+    char path[4096], text[4096], entry[1024];
+    char msg[DIST_ERR_MAX];
+    hostlist_t hl;
+    char *name = NULL;
+    ssize_t len;
+    int fd;
+
+    if (spank_getenv (sp, "SLURM_HOSTFILE", path, sizeof (path)) != ESPANK_SUCCESS) {
+        dist_train_defer_error ("the arbitrary distribution without SLURM_HOSTFILE "
+                                "hides which node runs rank 0; use SLURM_HOSTFILE, "
+                                "or set MASTER_ADDR yourself");
+        return NULL;
+    }
+    fd = open (path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        snprintf (msg, sizeof (msg), "cannot open SLURM_HOSTFILE %.128s: %s",
+                  path, strerror (errno));
+        dist_train_defer_error (msg);
+        return NULL;
+    }
+    len = read (fd, text, sizeof (text) - 1);
+    close (fd);
+    text[len > 0 ? len : 0] = '\0';
+    if (dist_hostfile_first (text, entry, sizeof (entry)) == 0
+        && (hl = slurm_hostlist_create (entry)) != NULL) {
+        name = slurm_hostlist_shift (hl);
+        slurm_hostlist_destroy (hl);
+    }
+    if (name == NULL) {
+        snprintf (msg, sizeof (msg), "SLURM_HOSTFILE %.128s names no host first", path);
+        dist_train_defer_error (msg);
+    }
+    return name;
+}
+
+static bool is_arbitrary (spank_t sp)
+{
+    char dist[64];
+    return spank_getenv (sp, "SLURM_DISTRIBUTION", dist, sizeof (dist)) == ESPANK_SUCCESS
+           && strncmp (dist, "arbitrary", strlen ("arbitrary")) == 0;
+}
+
+/* Find the node that runs rank 0 (malloc'ed into *rank0), and whether it is
+ * this one.  Block, cyclic and plane start on the step's first node. */
+static int find_rank0_node (spank_t sp, uint32_t node_rank, char **rank0, bool *here)
+{
+    char msg[DIST_ERR_MAX];
+    char *self;
+    uint32_t lid;
+    bool runs_rank0;
+
+    self = step_node (sp, node_rank);
+    *rank0 = is_arbitrary (sp) ? hostfile_rank0 (sp) : step_node (sp, 0);
+    if (self == NULL || *rank0 == NULL) {
+        if (dist_train.error[0] == '\0')
+            dist_train_defer_error ("cannot read the step's nodes from SLURM_STEP_NODELIST");
+        free (self);
+        free (*rank0);
+        *rank0 = NULL;
+        return -1;
+    }
+    /* This node knows whether it runs rank 0: check what was derived. */
+    runs_rank0 = spank_get_item (sp, S_JOB_GLOBAL_TO_LOCAL_ID, (uint32_t) 0, &lid)
+                 == ESPANK_SUCCESS;
+    *here = strcmp (self, *rank0) == 0;
+    if (runs_rank0 != *here) {
+        snprintf (msg, sizeof (msg),
+                  "rank 0 runs on %.64s, not on %.64s as the step's layout says; "
+                  "set MASTER_ADDR yourself for this layout",
+                  runs_rank0 ? self : "another node", *rank0);
+        dist_train_defer_error (msg);
+        free (self);
+        free (*rank0);
+        *rank0 = NULL;
+        return -1;
+    }
+    free (self);
+    return 0;
 }
 
 static int collect_step (spank_t sp, struct dist_step *step)
@@ -57,8 +145,9 @@ static int collect_step (spank_t sp, struct dist_step *step)
     char err[DIST_ERR_MAX];
     char msg[DIST_ERR_MAX + 128];
     char user_port[16];
-    uint32_t lid;
+    char user_addr[256];
     char *node;
+    bool here;
 
     if (get_u32 (sp, S_JOB_NNODES, "node count", &step->node_count) < 0
         || get_u32 (sp, S_JOB_NODEID, "node index", &step->node_rank) < 0
@@ -72,27 +161,22 @@ static int collect_step (spank_t sp, struct dist_step *step)
         != ESPANK_SUCCESS)
         step->restart_count = 0;
 
-    node = rank0_node (sp);
-    if (node == NULL) {
-        dist_train_defer_error ("cannot find the step's first node in SLURM_STEP_NODELIST");
-        return -1;
-    }
-    /* Every distribution placed rank 0 on the first node so far; say so
-     * plainly if this one did not, rather than hand out a wrong address. */
-    if (step->node_rank == 0
-        && spank_get_item (sp, S_JOB_GLOBAL_TO_LOCAL_ID, (uint32_t) 0, &lid) != ESPANK_SUCCESS) {
-        snprintf (msg, sizeof (msg),
-                  "rank 0 does not run on the step's first node %s "
-                  "(arbitrary distribution?); this layout is not supported yet", node);
-        dist_train_defer_error (msg);
-        free (node);
-        return -1;
-    }
-    if (dist_train_resolve_master (node, step->master_addr, sizeof (step->master_addr),
-                                   err, sizeof (err)) < 0) {
-        dist_train_defer_error (err);
-        free (node);
-        return -1;
+    /* A MASTER_ADDR the user set is kept: it only guides the interface. */
+    if (spank_getenv (sp, "MASTER_ADDR", user_addr, sizeof (user_addr)) == ESPANK_SUCCESS
+        && user_addr[0] != '\0') {
+        /* (too long to be an address: the user's value is kept as it is) */
+        snprintf (step->master_addr, sizeof (step->master_addr), "%.45s", user_addr);
+        node = NULL;
+        here = false;
+    } else {
+        if (find_rank0_node (sp, step->node_rank, &node, &here) < 0)
+            return -1;
+        if (dist_train_resolve_master (sp, node, here, step->master_addr,
+                                       sizeof (step->master_addr), err, sizeof (err)) < 0) {
+            dist_train_defer_error (err);
+            free (node);
+            return -1;
+        }
     }
 
     if (dist_train.cfg.ifname[0] != '\0')
@@ -104,8 +188,8 @@ static int collect_step (spank_t sp, struct dist_step *step)
                                             step->job_id, step->step_id);
     /* A port the user chose is theirs to check; ours is checked where rank 0
      * will listen, so a collision fails now instead of hanging later. */
-    if (spank_getenv (sp, "MASTER_PORT", user_port, sizeof (user_port)) != ESPANK_SUCCESS
-        && spank_get_item (sp, S_JOB_GLOBAL_TO_LOCAL_ID, (uint32_t) 0, &lid) == ESPANK_SUCCESS
+    if (here
+        && spank_getenv (sp, "MASTER_PORT", user_port, sizeof (user_port)) != ESPANK_SUCCESS
         && dist_train_check_port_free (step->master_addr, step->master_port,
                                        err, sizeof (err)) < 0) {
         snprintf (msg, sizeof (msg), "node %s: %s", node, err);
