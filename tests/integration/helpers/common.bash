@@ -100,3 +100,24 @@ expect_eq() {
     echo "$key=$got, want $want in: $line" >&2
     return 1
 }
+
+# Replace a node's /etc/hosts for the rest of the file's tests.  The node
+# sees the file through a bind mount, so write it in place (same inode).
+node_hosts_set() {
+    local node=$1 content
+    content=$(cat)
+    printf '%s\n' "$content" > "$MINICLUSTER_DIR/nodes/$node/hosts"
+}
+
+node_hosts_get() {
+    cat "$MINICLUSTER_DIR/nodes/$1/hosts"
+}
+
+# Run a batch script (from stdin) in the cluster and wait; its output in $output.
+sbatch_wait() {
+    local script="$MINICLUSTER_DIR/job.$BATS_TEST_NUMBER.sh" out="$MINICLUSTER_DIR/job.$BATS_TEST_NUMBER.out"
+    cat > "$script"
+    rm -f "$out"
+    (cd "$MINICLUSTER_DIR" && timeout 120 sbatch --wait -o "$out" "$@" "$script" >/dev/null)
+    output=$(cat "$out")
+}

@@ -1,0 +1,205 @@
+#!/usr/bin/env bats
+# contract.bats - the environment contract on a 3-node cluster: every
+# distribution, steps inside jobs, sbatch/salloc, user overrides, names that
+# do not resolve, the port check, and bad input.
+
+load helpers/common
+
+setup_file() {
+    cluster_start 3
+}
+
+teardown_file() {
+    cluster_stop
+}
+
+setup() {
+    cd "$TOP"
+}
+
+@test "-N3 -n6: every rank checked" {
+    step_env --dist-train -N3 -n6
+    check_layout 3 6
+}
+
+@test "cyclic: rank 0 on node1, ranks round-robin" {
+    step_env --dist-train -N3 -n5 -m cyclic
+    check_layout 3 5
+    [[ $(field "${lines[1]}" HOST) == node2 ]]
+    [[ $(field "${lines[2]}" HOST) == node3 ]]
+    [[ $(field "${lines[0]}" MASTER_ADDR) == "$(node_addr node1)" ]]
+}
+
+@test "plane=2: blocks of two ranks" {
+    step_env --dist-train -N2 -n5 -m plane=2
+    check_layout 2 5
+    [[ $(field "${lines[1]}" HOST) == node1 ]]
+    [[ $(field "${lines[2]}" HOST) == node2 ]]
+}
+
+@test "arbitrary: SLURM_HOSTFILE puts rank 0 on the last node" {
+    local hf="$MINICLUSTER_DIR/hostfile.arbitrary"
+    printf 'node3\nnode1\nnode2\nnode3\n' > "$hf"
+    SLURM_HOSTFILE=$hf step_env --dist-train -n4 -m arbitrary
+    check_layout 3 4
+    [[ $(field "${lines[0]}" HOST) == node3 ]]
+    [[ $(field "${lines[0]}" MASTER_ADDR) == "$(node_addr node3)" ]]
+}
+
+@test "arbitrary without a hostfile fails with a message instead of a wrong address" {
+    run timeout 60 srun --dist-train -n3 -w node3,node1,node2 -m arbitrary true
+    [ "$status" -ne 0 ]
+    [[ $output == *"without SLURM_HOSTFILE"* ]]
+}
+
+@test "--relative: the step starts on the job's second node" {
+    run timeout 60 salloc -N3 srun --dist-train -N2 -n2 --relative=1 "$TASK_ENV"
+    [ "$status" -eq 0 ]
+    mapfile -t lines < <(grep '^SLURM_PROCID' <<<"$output" | sort -t= -k2 -n)
+    check_layout 2 2
+    [[ $(field "${lines[0]}" HOST) == node2 ]]
+    [[ $(field "${lines[0]}" MASTER_ADDR) == "$(node_addr node2)" ]]
+}
+
+@test "sbatch --dist-train: steps get it, the batch script does not, =off turns it off" {
+    sbatch_wait -N3 --dist-train <<'JOB'
+#!/bin/bash
+echo "batch RANK=${RANK:-unset} MASTER_ADDR=${MASTER_ADDR:-unset}"
+srun -N1 -n1 -w node2 bash -c 'echo "subset RANK=$RANK MASTER_ADDR=$MASTER_ADDR"'
+srun -N3 -n3 bash -c 'echo "full RANK=$RANK MASTER_ADDR=$MASTER_ADDR PORT=$MASTER_PORT"'
+srun --dist-train=off -N1 -n1 bash -c 'echo "off RANK=${RANK:-unset}"'
+JOB
+    echo "$output"
+    [[ $output == *"batch RANK=unset MASTER_ADDR=unset"* ]]
+    [[ $output == *"subset RANK=0 MASTER_ADDR=$(node_addr node2)"* ]]
+    [[ $(grep -c "^full RANK=[0-2] MASTER_ADDR=$(node_addr node1) PORT=" <<<"$output") -eq 3 ]]
+    [[ $output == *"off RANK=unset"* ]]
+}
+
+@test "two concurrent steps of one job: different ports, both finish" {
+    sbatch_wait -N2 --dist-train <<'JOB'
+#!/bin/bash
+srun -N1 -n1 -w node1 --exact bash -c 'echo "a $MASTER_PORT"; sleep 2' &
+srun -N1 -n1 -w node2 --exact bash -c 'echo "b $MASTER_PORT"; sleep 2' &
+wait
+echo done
+JOB
+    echo "$output"
+    local a b
+    a=$(sed -n 's/^a //p' <<<"$output")
+    b=$(sed -n 's/^b //p' <<<"$output")
+    [[ -n $a && -n $b && $a != "$b" ]]
+    [[ $output == *done* ]]
+}
+
+@test "salloc --dist-train applies to srun steps, not to the shell" {
+    run timeout 60 salloc -N2 --dist-train bash -c 'echo "shell RANK=${RANK:-unset}"; srun -N2 -n2 printenv RANK'
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ $output == *"shell RANK=unset"* ]]
+    [[ $(grep -cx '[01]' <<<"$output") -eq 2 ]]
+}
+
+@test "DIST_TRAIN=torch in the environment turns it on without the flag" {
+    DIST_TRAIN=torch step_env -N2 -n2
+    check_layout 2 2
+}
+
+@test "variables the user set are kept; the layout's facts are not" {
+    MASTER_PORT=4242 OMP_NUM_THREADS=7 GLOO_SOCKET_IFNAME=lo RANK=99 WORLD_SIZE=99 \
+        step_env --dist-train -N2 -n2
+    local line
+    for line in "${lines[@]}"; do
+        expect_eq "$line" MASTER_PORT 4242
+        expect_eq "$line" OMP_NUM_THREADS 7
+        expect_eq "$line" GLOO_SOCKET_IFNAME lo
+        expect_eq "$line" WORLD_SIZE 2
+    done
+    [[ $(field "${lines[1]}" RANK) == 1 ]]
+}
+
+@test "the interface is the one that reaches rank 0's node" {
+    step_env --dist-train -N3 -n3
+    local line
+    for line in "${lines[@]}"; do
+        expect_eq "$line" GLOO_SOCKET_IFNAME eth0
+    done
+}
+
+@test "a bad plugstack argument stops srun, naming the key" {
+    local conf="$MINICLUSTER_DIR/plugstack.bad"
+    echo "required $PLUGIN_SO port_range=30000-20000" > "$conf"
+    # swap the cluster's plugstack for a moment
+    cp "$MINICLUSTER_DIR/plugstack.conf" "$MINICLUSTER_DIR/plugstack.good"
+    cp "$conf" "$MINICLUSTER_DIR/plugstack.conf"
+    run timeout 30 srun --dist-train -N1 -n1 touch "$MINICLUSTER_DIR/bad-plugstack-ran"
+    cp "$MINICLUSTER_DIR/plugstack.good" "$MINICLUSTER_DIR/plugstack.conf"
+    echo "$output"
+    [ "$status" -ne 0 ]
+    [[ $output == *"port_range=30000-20000"* ]]
+    [ ! -e "$MINICLUSTER_DIR/bad-plugstack-ran" ]
+    # and the nodes are still fine
+    run timeout 30 sinfo -h -o '%t' -n node1
+    [[ $output == idle* ]]
+}
+
+@test "a busy port fails the step at once, naming the port and the node" {
+    local conf="$MINICLUSTER_DIR/plugstack.oneport"
+    echo "required $PLUGIN_SO port_range=29999-29999" > "$conf"
+    cp "$MINICLUSTER_DIR/plugstack.conf" "$MINICLUSTER_DIR/plugstack.good"
+    cp "$conf" "$MINICLUSTER_DIR/plugstack.conf"
+    # something else listens on node1's port 29999
+    timeout 60 "$MINICLUSTER" exec --node node1 -- "$TORCH_PYTHON" -c '
+import socket, time
+s = socket.socket(); s.bind(("0.0.0.0", 29999)); s.listen(); time.sleep(30)' &
+    local holder=$!
+    sleep 1
+    SECONDS=0
+    run timeout 60 srun --dist-train -N2 -n2 true
+    local took=$SECONDS
+    kill "$holder" 2>/dev/null || true
+    cp "$MINICLUSTER_DIR/plugstack.good" "$MINICLUSTER_DIR/plugstack.conf"
+    echo "$output"
+    [ "$status" -ne 0 ]
+    [[ $output == *"MASTER_PORT 29999 is already in use"* ]]
+    [[ $output == *"node1"* ]]
+    ((took < 20))
+}
+
+@test "a node whose own name resolves to 127.0.1.1 still gets its real address" {
+    local saved
+    saved=$(node_hosts_get node1)
+    sed 's/^[0-9.]* node1$/127.0.1.1 node1/' <<<"$saved" | node_hosts_set node1
+    run "$MINICLUSTER" exec --node node1 -- getent hosts node1
+    [[ $output == 127.0.1.1* ]]
+    step_env --dist-train -N3 -n3
+    printf '%s\n' "$saved" | node_hosts_set node1
+    check_layout 3 3
+    [[ $(field "${lines[0]}" MASTER_ADDR) == "$(node_addr node1)" ]]
+}
+
+@test "node names that resolve nowhere: Slurm's NodeAddr is used" {
+    local n saved=()
+    for n in 1 2 3; do
+        saved[n]=$(node_hosts_get "node$n")
+        grep -v ' node[0-9]*$' <<<"${saved[n]}" | node_hosts_set "node$n"
+    done
+    run "$MINICLUSTER" exec --node node2 -- getent hosts node1
+    local resolved=$status
+    step_env --dist-train -N3 -n3
+    for n in 1 2 3; do printf '%s\n' "${saved[n]}" | node_hosts_set "node$n"; done
+    [ "$resolved" -ne 0 ]
+    check_layout 3 3
+}
+
+@test "PyTorch gloo DDP across 3 nodes, rank 0's name on 127.0.1.1, no interface set by the user" {
+    local saved
+    saved=$(node_hosts_get node1)
+    sed 's/^[0-9.]* node1$/127.0.1.1 node1/' <<<"$saved" | node_hosts_set node1
+    run timeout 300 srun --dist-train -N3 -n3 "$TORCH_PYTHON" "$TOP/examples/ddp_train.py" --steps 10
+    printf '%s\n' "$saved" | node_hosts_set node1
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ $(sed -n 's/.*final parameters //p' <<<"$output" | sort -u | wc -l) -eq 1 ]]
+    [[ $(grep -c 'final parameters' <<<"$output") -eq 3 ]]
+}
