@@ -21,6 +21,7 @@
 enum dist_profile {
     DIST_PROFILE_OFF = 0,
     DIST_PROFILE_TORCH,
+    DIST_PROFILE_JAX,
 };
 
 struct dist_config {

@@ -42,10 +42,12 @@ struct dist_var {
     enum dist_overwrite overwrite;
 };
 
-/* Fill out[] with the torch profile's variables for one task and return
- * how many (at most DIST_ENV_MAX).  Variables with no value (an unknown
- * interface) are left out. */
-size_t dist_env_torch (const struct dist_step *step, uint32_t rank,
-                       uint32_t local_rank, struct dist_var out[DIST_ENV_MAX]);
+/* Fill out[] with the variables of a profile for one task and return how
+ * many (at most DIST_ENV_MAX): the generic ones every profile sets (RANK,
+ * sizes, MASTER_ADDR/PORT, OMP_NUM_THREADS, interfaces), then the profile's
+ * own.  Variables with no value (an unknown interface) are left out. */
+size_t dist_env_build (enum dist_profile profile, const struct dist_step *step,
+                       uint32_t rank, uint32_t local_rank,
+                       struct dist_var out[DIST_ENV_MAX]);
 
 #endif /* DIST_ENV_H */

@@ -224,6 +224,24 @@ int dist_train_remote_user_init (spank_t sp)
     return 0;
 }
 
+/* verbose: what the step got, said once, by rank 0 (whose stderr is the
+ * user's). */
+static void report_step (spank_t sp)
+{
+    const struct dist_step *st = &dist_train.step;
+    char nodes[1024];
+
+    if (spank_getenv (sp, "SLURM_STEP_NODELIST", nodes, sizeof (nodes)) != ESPANK_SUCCESS)
+        snprintf (nodes, sizeof (nodes), "?");
+    slurm_spank_log ("%s: step %lu.%lu: %s profile, %lu ranks on %lu nodes (%s), "
+                     "MASTER_ADDR=%s MASTER_PORT=%u, interface on rank 0's node: %s",
+                     PLUGIN_NAME, (unsigned long) st->job_id, (unsigned long) st->step_id,
+                     dist_train.cfg.profile == DIST_PROFILE_JAX ? "jax" : "torch",
+                     (unsigned long) st->world_size, (unsigned long) st->node_count,
+                     nodes, st->master_addr, (unsigned) st->master_port,
+                     st->ifname[0] != '\0' ? st->ifname : "(not found)");
+}
+
 int dist_train_remote_task_init (spank_t sp)
 {
     struct dist_var vars[DIST_ENV_MAX];
@@ -242,7 +260,10 @@ int dist_train_remote_task_init (spank_t sp)
         slurm_error ("%s: cannot read the task's rank from Slurm", PLUGIN_NAME);
         return -1;
     }
-    n = dist_env_torch (&dist_train.step, rank, (uint32_t) local_rank, vars);
+    if (dist_train.cfg.verbose && rank == 0)
+        report_step (sp);
+    n = dist_env_build (dist_train.cfg.profile, &dist_train.step, rank,
+                        (uint32_t) local_rank, vars);
     for (i = 0; i < n; i++) {
         if (spank_setenv (sp, vars[i].name, vars[i].value,
                           vars[i].overwrite == DIST_FACT) != ESPANK_SUCCESS

@@ -203,3 +203,33 @@ s = socket.socket(); s.bind(("0.0.0.0", 29999)); s.listen(); time.sleep(30)' &
     [[ $(sed -n 's/.*final parameters //p' <<<"$output" | sort -u | wc -l) -eq 1 ]]
     [[ $(grep -c 'final parameters' <<<"$output") -eq 3 ]]
 }
+
+@test "jax profile: coordinator, process count and id, no torchrun variables" {
+    run timeout 60 srun --dist-train=jax -N2 -n3 bash -c \
+        'echo "$SLURM_PROCID $JAX_COORDINATOR_ADDRESS $JAX_NUM_PROCESSES $JAX_PROCESS_ID ${TORCHELASTIC_RUN_ID:-none} $RANK"'
+    echo "$output"
+    [ "$status" -eq 0 ]
+    local want port
+    port=$(awk '{print $2}' <<<"$output" | head -1)
+    port=${port##*:}
+    ((port >= 20000 && port <= 32767))
+    for want in 0 1 2; do
+        grep -qx "$want $(node_addr node1):$port 3 $want none $want" <<<"$output"
+    done
+}
+
+@test "verbose: rank 0 says once what the step got" {
+    run timeout 60 srun --dist-train=torch,verbose -N3 -n4 true
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ $(grep -c 'dist-train: step' <<<"$output") -eq 1 ]]
+    [[ $output == *"4 ranks on 3 nodes"* ]]
+    [[ $output == *"MASTER_ADDR=$(node_addr node1) MASTER_PORT="* ]]
+}
+
+@test "--dist-train=help prints the SPEC list and starts nothing" {
+    run timeout 30 srun --dist-train=help -N1 -n1 touch "$MINICLUSTER_DIR/help-ran"
+    echo "$output"
+    [[ $output == *"torch    set the torchrun environment"* ]]
+    [ ! -e "$MINICLUSTER_DIR/help-ran" ]
+}

@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -42,7 +43,7 @@ static void test_second_node_rank3 (void **state)
 {
     struct dist_step s = two_nodes ();
     struct dist_var v[DIST_ENV_MAX];
-    size_t n = dist_env_torch (&s, 3, 1, v);
+    size_t n = dist_env_build (DIST_PROFILE_TORCH, &s, 3, 1, v);
 
     expect (v, n, "RANK", "3", DIST_FACT);
     expect (v, n, "LOCAL_RANK", "1", DIST_FACT);
@@ -73,7 +74,7 @@ static void test_unknown_ifname_left_out (void **state)
     size_t n;
     s.ifname[0] = '\0';
     s.cpus_per_task = 0;
-    n = dist_env_torch (&s, 0, 0, v);
+    n = dist_env_build (DIST_PROFILE_TORCH, &s, 0, 0, v);
     assert_null (find (v, n, "NCCL_SOCKET_IFNAME"));
     assert_null (find (v, n, "GLOO_SOCKET_IFNAME"));
     expect (v, n, "OMP_NUM_THREADS", "1", DIST_DEFAULT);
@@ -84,7 +85,7 @@ static void test_names_unique (void **state)
 {
     struct dist_step s = two_nodes ();
     struct dist_var v[DIST_ENV_MAX];
-    size_t i, j, n = dist_env_torch (&s, 2, 0, v);
+    size_t i, j, n = dist_env_build (DIST_PROFILE_TORCH, &s, 2, 0, v);
     for (i = 0; i < n; i++)
         for (j = i + 1; j < n; j++)
             assert_string_not_equal (v[i].name, v[j].name);
@@ -98,9 +99,42 @@ static void test_large_ids (void **state)
     s.job_id = UINT32_MAX;
     s.step_id = UINT32_MAX;
     s.world_size = UINT32_MAX;
-    n = dist_env_torch (&s, UINT32_MAX - 1, 0, v);
+    n = dist_env_build (DIST_PROFILE_TORCH, &s, UINT32_MAX - 1, 0, v);
     expect (v, n, "TORCHELASTIC_RUN_ID", "slurm-4294967295.4294967295", DIST_FACT);
     expect (v, n, "RANK", "4294967294", DIST_FACT);
+}
+
+static void test_jax_profile (void **state)
+{
+    struct dist_step s = two_nodes ();
+    struct dist_var v[DIST_ENV_MAX];
+    size_t n = dist_env_build (DIST_PROFILE_JAX, &s, 2, 0, v);
+
+    expect (v, n, "JAX_COORDINATOR_ADDRESS", "10.213.7.11:20035", DIST_DEFAULT);
+    expect (v, n, "JAX_NUM_PROCESSES", "4", DIST_FACT);
+    expect (v, n, "JAX_PROCESS_ID", "2", DIST_FACT);
+    expect (v, n, "RANK", "2", DIST_FACT);
+    expect (v, n, "MASTER_PORT", "20035", DIST_DEFAULT);
+    /* torchrun's own variables belong to the torch profile only */
+    assert_null (find (v, n, "TORCHELASTIC_RUN_ID"));
+    assert_null (find (v, n, "ROLE_NAME"));
+}
+
+static void test_jax_ipv6_coordinator (void **state)
+{
+    struct dist_step s = two_nodes ();
+    struct dist_var v[DIST_ENV_MAX];
+    size_t n;
+    snprintf (s.master_addr, sizeof (s.master_addr), "2001:db8::7");
+    n = dist_env_build (DIST_PROFILE_JAX, &s, 0, 0, v);
+    expect (v, n, "JAX_COORDINATOR_ADDRESS", "[2001:db8::7]:20035", DIST_DEFAULT);
+}
+
+static void test_off_sets_nothing (void **state)
+{
+    struct dist_step s = two_nodes ();
+    struct dist_var v[DIST_ENV_MAX];
+    assert_int_equal (dist_env_build (DIST_PROFILE_OFF, &s, 0, 0, v), 0);
 }
 
 int main (void)
@@ -110,6 +144,9 @@ int main (void)
         cmocka_unit_test (test_unknown_ifname_left_out),
         cmocka_unit_test (test_names_unique),
         cmocka_unit_test (test_large_ids),
+        cmocka_unit_test (test_jax_profile),
+        cmocka_unit_test (test_jax_ipv6_coordinator),
+        cmocka_unit_test (test_off_sets_nothing),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }
