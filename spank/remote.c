@@ -12,6 +12,7 @@
 
 #include "dist_train.h"
 #include "libdist/hostfile.h"
+#include "libdist/layout.h"
 #include "libdist/port.h"
 
 /* Read a uint32_t item, with a message naming it when Slurm has none. */
@@ -224,6 +225,64 @@ int dist_train_remote_user_init (spank_t sp)
     return 0;
 }
 
+#define REPORT_ROWS 64 /* verbose lists this many ranks, then counts the rest */
+
+/* verbose: the rank table, from the step's layout, when srun's distribution
+ * can be recomputed (block, cyclic, plane). */
+static void report_ranks (spank_t sp, const struct dist_step *st)
+{
+    char text[8192], dist_text[64], plane_text[16];
+    uint32_t *counts = NULL, *node_of_rank = NULL, *seen = NULL;
+    uint32_t plane = 0, rank, shown;
+    char **names = NULL;
+    hostlist_t hl = NULL;
+    int nnodes, i;
+
+    if (spank_getenv (sp, "SLURM_STEP_TASKS_PER_NODE", text, sizeof (text)) != ESPANK_SUCCESS
+        || (counts = calloc (st->node_count, sizeof (*counts))) == NULL
+        || (nnodes = dist_tasks_per_node_parse (text, counts, st->node_count)) < 0
+        || (uint32_t) nnodes != st->node_count)
+        goto out;
+    if (spank_getenv (sp, "SLURM_DISTRIBUTION", dist_text, sizeof (dist_text)) != ESPANK_SUCCESS)
+        dist_text[0] = '\0';
+    if (spank_getenv (sp, "SLURM_DIST_PLANESIZE", plane_text, sizeof (plane_text)) == ESPANK_SUCCESS)
+        plane = (uint32_t) strtoul (plane_text, NULL, 10);
+    node_of_rank = calloc (st->world_size, sizeof (*node_of_rank));
+    seen = calloc (st->node_count, sizeof (*seen));
+    names = calloc (st->node_count, sizeof (*names));
+    if (node_of_rank == NULL || seen == NULL || names == NULL
+        || dist_layout_assign (dist_distribution_parse (dist_text), plane, counts,
+                               st->node_count, node_of_rank, st->world_size) < 0
+        || spank_getenv (sp, "SLURM_STEP_NODELIST", text, sizeof (text)) != ESPANK_SUCCESS
+        || (hl = slurm_hostlist_create (text)) == NULL)
+        goto out;
+    for (i = 0; i < nnodes; i++)
+        if ((names[i] = slurm_hostlist_shift (hl)) == NULL)
+            goto out;
+    slurm_spank_log ("%s:   RANK  LOCAL_RANK  NODE_RANK  NODE", PLUGIN_NAME);
+    shown = st->world_size < REPORT_ROWS ? st->world_size : REPORT_ROWS;
+    for (rank = 0; rank < st->world_size; rank++) {
+        uint32_t node = node_of_rank[rank];
+        if (rank < shown)
+            slurm_spank_log ("%s:   %-5lu %-11lu %-10lu %s", PLUGIN_NAME, (unsigned long) rank,
+                             (unsigned long) seen[node], (unsigned long) node, names[node]);
+        seen[node]++;
+    }
+    if (shown < st->world_size)
+        slurm_spank_log ("%s:   ... and %lu more ranks", PLUGIN_NAME,
+                         (unsigned long) (st->world_size - shown));
+out:
+    if (names != NULL)
+        for (i = 0; i < (int) st->node_count; i++)
+            free (names[i]);
+    free (names);
+    free (seen);
+    free (node_of_rank);
+    free (counts);
+    if (hl != NULL)
+        slurm_hostlist_destroy (hl);
+}
+
 /* verbose: what the step got, said once, by rank 0 (whose stderr is the
  * user's). */
 static void report_step (spank_t sp)
@@ -240,6 +299,7 @@ static void report_step (spank_t sp)
                      (unsigned long) st->world_size, (unsigned long) st->node_count,
                      nodes, st->master_addr, (unsigned) st->master_port,
                      st->ifname[0] != '\0' ? st->ifname : "(not found)");
+    report_ranks (sp, st);
 }
 
 int dist_train_remote_task_init (spank_t sp)

@@ -233,3 +233,18 @@ s = socket.socket(); s.bind(("0.0.0.0", 29999)); s.listen(); time.sleep(30)' &
     [[ $output == *"torch    set the torchrun environment"* ]]
     [ ! -e "$MINICLUSTER_DIR/help-ran" ]
 }
+
+@test "verbose: the rank table matches where srun really ran each rank" {
+    local mode
+    for mode in block cyclic plane=2; do
+        run timeout 60 srun --dist-train=verbose -N3 -n5 -m "$mode" bash -c \
+            'echo "at $SLURM_PROCID $SLURM_LOCALID $SLURM_NODEID $(hostname)"'
+        echo "$mode: $output"
+        [ "$status" -eq 0 ]
+        local real table
+        real=$(sed -n 's/^at //p' <<<"$output" | sort -n)
+        table=$(sed -n 's/^dist-train: *\([0-9].*\)/\1/p' <<<"$output" | awk '{print $1, $2, $3, $4}' | sort -n)
+        [[ $(wc -l <<<"$real") -eq 5 ]]
+        [[ $real == "$table" ]]
+    done
+}
