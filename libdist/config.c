@@ -13,6 +13,7 @@ const char dist_spec_help[] =
     "  torch    set the torchrun environment (default)\n"
     "  jax      the generic variables plus JAX_COORDINATOR_ADDRESS,\n"
     "           JAX_NUM_PROCESSES, JAX_PROCESS_ID\n"
+    "  tf       the generic variables plus TF_CONFIG (every task a worker)\n"
     "  off      do nothing for this step\n"
     "  verbose  print what each rank gets\n"
     "  help     print this text\n"
@@ -59,17 +60,19 @@ int dist_config_parse_spec (struct dist_config *cfg, const char *spec,
             p = DIST_PROFILE_TORCH;
         else if (strcmp (tok, "jax") == 0)
             p = DIST_PROFILE_JAX;
+        else if (strcmp (tok, "tf") == 0)
+            p = DIST_PROFILE_TF;
         else if (strcmp (tok, "off") == 0)
             p = DIST_PROFILE_OFF;
         else {
             snprintf (err, errsz,
                       "--dist-train: unknown SPEC token '%.64s'; valid: "
-                      "torch, jax, off, verbose, help (comma-separated)", tok);
+                      "torch, jax, tf, off, verbose, help (comma-separated)", tok);
             return -1;
         }
         if (profile_seen && p != cfg->profile) {
             snprintf (err, errsz,
-                      "--dist-train: SPEC '%.128s' names two profiles; give one of torch, jax, off",
+                      "--dist-train: SPEC '%.128s' names two profiles; give one of torch, jax, tf, off",
                       spec);
             return -1;
         }

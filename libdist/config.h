@@ -22,6 +22,7 @@ enum dist_profile {
     DIST_PROFILE_OFF = 0,
     DIST_PROFILE_TORCH,
     DIST_PROFILE_JAX,
+    DIST_PROFILE_TF,
 };
 
 struct dist_config {

@@ -21,6 +21,7 @@ struct dist_train {
     bool active;                /* remote: this step gets the environment */
     char error[DIST_ERR_MAX];   /* remote: reported by task_init, "" = none */
     struct dist_step step;      /* remote: the node's facts */
+    char *tf_config;            /* remote, tf profile: TF_CONFIG up to the index */
 };
 
 extern struct dist_train dist_train;

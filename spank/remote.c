@@ -14,6 +14,7 @@
 #include "libdist/hostfile.h"
 #include "libdist/layout.h"
 #include "libdist/port.h"
+#include "libdist/tfconfig.h"
 
 /* Read a uint32_t item, with a message naming it when Slurm has none. */
 static int get_u32 (spank_t sp, spank_item_t item, const char *what,
@@ -202,6 +203,59 @@ static int collect_step (spank_t sp, struct dist_step *step)
     return 0;
 }
 
+/* tf profile: TF_CONFIG lists every task as host:port, so this node needs
+ * the whole layout; built once here, finished per task with its index. */
+static int build_tf_config (spank_t sp, const struct dist_step *st)
+{
+    char text[8192], dist_text[64], plane_text[16];
+    uint32_t *counts = NULL, *node_of_rank = NULL, plane = 0, rank;
+    char **names = NULL;
+    const char **host_of_rank = NULL;
+    hostlist_t hl = NULL;
+    int nnodes, i, rc = -1;
+
+    if (spank_getenv (sp, "SLURM_DISTRIBUTION", dist_text, sizeof (dist_text)) != ESPANK_SUCCESS)
+        dist_text[0] = '\0';
+    if (spank_getenv (sp, "SLURM_DIST_PLANESIZE", plane_text, sizeof (plane_text)) == ESPANK_SUCCESS)
+        plane = (uint32_t) strtoul (plane_text, NULL, 10);
+    counts = calloc (st->node_count, sizeof (*counts));
+    names = calloc (st->node_count, sizeof (*names));
+    node_of_rank = calloc (st->world_size, sizeof (*node_of_rank));
+    host_of_rank = calloc (st->world_size, sizeof (*host_of_rank));
+    if (counts == NULL || names == NULL || node_of_rank == NULL || host_of_rank == NULL
+        || spank_getenv (sp, "SLURM_STEP_TASKS_PER_NODE", text, sizeof (text)) != ESPANK_SUCCESS
+        || (nnodes = dist_tasks_per_node_parse (text, counts, st->node_count)) < 0
+        || (uint32_t) nnodes != st->node_count
+        || dist_layout_assign (dist_distribution_parse (dist_text), plane, counts,
+                               st->node_count, node_of_rank, st->world_size) < 0
+        || spank_getenv (sp, "SLURM_STEP_NODELIST", text, sizeof (text)) != ESPANK_SUCCESS
+        || (hl = slurm_hostlist_create (text)) == NULL)
+        goto out;
+    for (i = 0; i < nnodes; i++)
+        if ((names[i] = slurm_hostlist_shift (hl)) == NULL)
+            goto out;
+    for (rank = 0; rank < st->world_size; rank++)
+        host_of_rank[rank] = names[node_of_rank[rank]];
+    dist_train.tf_config = dist_tf_config_prefix (host_of_rank, st->world_size, st->master_port,
+                                                  dist_train.cfg.port_lo, dist_train.cfg.port_hi);
+    if (dist_train.tf_config != NULL)
+        rc = 0;
+out:
+    if (rc < 0)
+        dist_train_defer_error ("the tf profile needs a block, cyclic or plane layout and a "
+                                "port_range with a port for every task; use another profile");
+    if (names != NULL)
+        for (i = 0; i < (int) st->node_count; i++)
+            free (names[i]);
+    free (names);
+    free (host_of_rank);
+    free (node_of_rank);
+    free (counts);
+    if (hl != NULL)
+        slurm_hostlist_destroy (hl);
+    return rc;
+}
+
 int dist_train_remote_user_init (spank_t sp)
 {
     struct dist_step *step = &dist_train.step;
@@ -220,7 +274,8 @@ int dist_train_remote_user_init (spank_t sp)
     }
     if (dist_train.error[0] != '\0')
         return 0;
-    if (collect_step (sp, step) == 0)
+    if (collect_step (sp, step) == 0
+        && (dist_train.cfg.profile != DIST_PROFILE_TF || build_tf_config (sp, step) == 0))
         dist_train.active = true;
     return 0;
 }
@@ -295,7 +350,9 @@ static void report_step (spank_t sp)
     slurm_spank_log ("%s: step %lu.%lu: %s profile, %lu ranks on %lu nodes (%s), "
                      "MASTER_ADDR=%s MASTER_PORT=%u, interface on rank 0's node: %s",
                      PLUGIN_NAME, (unsigned long) st->job_id, (unsigned long) st->step_id,
-                     dist_train.cfg.profile == DIST_PROFILE_JAX ? "jax" : "torch",
+                     dist_train.cfg.profile == DIST_PROFILE_JAX  ? "jax"
+                     : dist_train.cfg.profile == DIST_PROFILE_TF ? "tf"
+                                                                 : "torch",
                      (unsigned long) st->world_size, (unsigned long) st->node_count,
                      nodes, st->master_addr, (unsigned) st->master_port,
                      st->ifname[0] != '\0' ? st->ifname : "(not found)");
@@ -324,6 +381,14 @@ int dist_train_remote_task_init (spank_t sp)
         report_step (sp);
     n = dist_env_build (dist_train.cfg.profile, &dist_train.step, rank,
                         (uint32_t) local_rank, vars);
+    if (dist_train.tf_config != NULL) {
+        char *tf = malloc (strlen (dist_train.tf_config) + 16);
+        if (tf == NULL)
+            return -1;
+        sprintf (tf, "%s%lu}}", dist_train.tf_config, (unsigned long) rank);
+        spank_setenv (sp, "TF_CONFIG", tf, 0);
+        free (tf);
+    }
     for (i = 0; i < n; i++) {
         if (spank_setenv (sp, vars[i].name, vars[i].value,
                           vars[i].overwrite == DIST_FACT) != ESPANK_SUCCESS

@@ -248,3 +248,26 @@ s = socket.socket(); s.bind(("0.0.0.0", 29999)); s.listen(); time.sleep(30)' &
         [[ $real == "$table" ]]
     done
 }
+
+@test "tf profile: TF_CONFIG is valid JSON listing every task on its node, unique ports" {
+    local mode
+    for mode in block cyclic; do
+        run timeout 60 srun --dist-train=tf -N3 -n5 -m "$mode" bash -c \
+            'printf "%s %s %s\n" "$SLURM_PROCID" "$(hostname)" "$TF_CONFIG"'
+        echo "$output"
+        [ "$status" -eq 0 ]
+        "$TORCH_PYTHON" -c '
+import json, sys
+rows = [l.split(" ", 2) for l in sys.stdin.read().splitlines() if l[:1].isdigit()]
+assert len(rows) == 5, rows
+host_of = {int(r): h for r, h, _ in rows}
+for r, h, text in rows:
+    cfg = json.loads(text)
+    workers = cfg["cluster"]["worker"]
+    assert len(workers) == 5, workers
+    assert [w.rsplit(":", 1)[0] for w in workers] == [host_of[i] for i in range(5)], workers
+    assert len({w.rsplit(":", 1)[1] for w in workers}) == 5, workers
+    assert cfg["task"] == {"type": "worker", "index": int(r)}, cfg["task"]
+' <<<"$output"
+    done
+}

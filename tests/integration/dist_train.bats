@@ -91,7 +91,7 @@ setup() {
     run timeout 30 srun --dist-train=torch,bogus -N1 -n1 touch "$marker"
     [ "$status" -ne 0 ]
     [[ $output == *"'bogus'"* ]]
-    [[ $output == *"valid: torch, jax, off"* ]]
+    [[ $output == *"valid: torch, jax, tf, off"* ]]
     [ ! -e "$marker" ]
 }
 

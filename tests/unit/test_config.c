@@ -49,6 +49,8 @@ static void test_spec_tokens (void **state)
     assert_int_equal (cfg.profile, DIST_PROFILE_TORCH);
     assert_int_equal (dist_config_parse_spec (&cfg, "jax,verbose", err, sizeof (err)), 0);
     assert_int_equal (cfg.profile, DIST_PROFILE_JAX);
+    assert_int_equal (dist_config_parse_spec (&cfg, "tf", err, sizeof (err)), 0);
+    assert_int_equal (cfg.profile, DIST_PROFILE_TF);
     assert_int_equal (dist_config_parse_spec (&cfg, "help", err, sizeof (err)), 0);
     assert_true (cfg.help);
     assert_int_equal (dist_config_parse_spec (&cfg, "torch,,torch", err, sizeof (err)), 0);
@@ -62,7 +64,7 @@ static void test_spec_unknown_token_named (void **state)
     dist_config_init (&cfg);
     assert_int_equal (dist_config_parse_spec (&cfg, "torch,bogus", err, sizeof (err)), -1);
     assert_non_null (strstr (err, "'bogus'"));
-    assert_non_null (strstr (err, "valid: torch, jax, off"));
+    assert_non_null (strstr (err, "valid: torch, jax, tf, off"));
 }
 
 static void test_spec_two_profiles (void **state)
