@@ -34,6 +34,17 @@ void dist_train_defer_error (const char *msg);
 int dist_train_register_option (spank_t sp);
 int dist_train_apply_env_default (spank_t sp);
 
+/* layout.c: the node of every rank, for block, cyclic and plane */
+struct step_layout {
+    uint32_t nnodes;
+    uint32_t ntasks;
+    char **names;             /* node names, by node rank */
+    uint32_t *node_of_rank;   /* node rank, by rank */
+};
+int dist_train_layout_load (spank_t sp, const struct dist_step *st,
+                            struct step_layout *layout);
+void dist_train_layout_free (struct step_layout *layout);
+
 /* remote.c (slurmstepd) */
 int dist_train_remote_user_init (spank_t sp);
 int dist_train_remote_task_init (spank_t sp);

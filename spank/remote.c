@@ -38,23 +38,36 @@ static bool is_training_step (uint32_t step_id)
            && step_id != SLURM_INTERACTIVE_STEP && step_id != SLURM_PENDING_STEP;
 }
 
-/* The name of node `index` of the step (malloc'ed), or NULL. */
-static char *step_node (spank_t sp, uint32_t index)
+/* The names of the step's first node and of node `index` (malloc'ed),
+ * from one pass over the step's node list; -1 if either is missing. */
+static int step_nodes (spank_t sp, uint32_t index, char **first, char **self)
 {
     char nodelist[8192];
     hostlist_t hl;
     char *name;
+    uint32_t i;
 
+    *first = *self = NULL;
     if (spank_getenv (sp, "SLURM_STEP_NODELIST", nodelist, sizeof (nodelist))
-        != ESPANK_SUCCESS)
-        return NULL;
-    hl = slurm_hostlist_create (nodelist);
-    if (hl == NULL)
-        return NULL;
-    while ((name = slurm_hostlist_shift (hl)) != NULL && index-- > 0)
-        free (name);
+            != ESPANK_SUCCESS
+        || (hl = slurm_hostlist_create (nodelist)) == NULL)
+        return -1;
+    for (i = 0; i <= index && (name = slurm_hostlist_shift (hl)) != NULL; i++) {
+        if (i == 0)
+            *first = name;
+        if (i == index)
+            *self = i == 0 ? strdup (name) : name;
+        else if (i != 0)
+            free (name);
+    }
     slurm_hostlist_destroy (hl);
-    return name;
+    if (*first == NULL || *self == NULL) {
+        free (*first);
+        free (*self);
+        *first = *self = NULL;
+        return -1;
+    }
+    return 0;
 }
 
 /* Under the arbitrary distribution rank 0 runs on the hostfile's first
@@ -101,7 +114,7 @@ static bool is_arbitrary (spank_t sp)
 {
     char dist[64];
     return spank_getenv (sp, "SLURM_DISTRIBUTION", dist, sizeof (dist)) == ESPANK_SUCCESS
-           && strncmp (dist, "arbitrary", strlen ("arbitrary")) == 0;
+           && dist_distribution_parse (dist) == DIST_DIST_ARBITRARY;
 }
 
 /* Find the node that runs rank 0 (malloc'ed into *rank0), and whether it is
@@ -113,15 +126,16 @@ static int find_rank0_node (spank_t sp, uint32_t node_rank, char **rank0, bool *
     uint32_t lid;
     bool runs_rank0;
 
-    self = step_node (sp, node_rank);
-    *rank0 = is_arbitrary (sp) ? hostfile_rank0 (sp) : step_node (sp, 0);
-    if (self == NULL || *rank0 == NULL) {
-        if (dist_train.error[0] == '\0')
-            dist_train_defer_error ("cannot read the step's nodes from SLURM_STEP_NODELIST");
-        free (self);
-        free (*rank0);
-        *rank0 = NULL;
+    if (step_nodes (sp, node_rank, rank0, &self) < 0) {
+        dist_train_defer_error ("cannot read the step's nodes from SLURM_STEP_NODELIST");
         return -1;
+    }
+    if (is_arbitrary (sp)) {
+        free (*rank0);
+        if ((*rank0 = hostfile_rank0 (sp)) == NULL) {
+            free (self);
+            return -1;
+        }
     }
     /* This node knows whether it runs rank 0: check what was derived. */
     runs_rank0 = spank_get_item (sp, S_JOB_GLOBAL_TO_LOCAL_ID, (uint32_t) 0, &lid)
@@ -207,53 +221,28 @@ static int collect_step (spank_t sp, struct dist_step *step)
  * the whole layout; built once here, finished per task with its index. */
 static int build_tf_config (spank_t sp, const struct dist_step *st)
 {
-    char text[8192], dist_text[64], plane_text[16];
-    uint32_t *counts = NULL, *node_of_rank = NULL, plane = 0, rank;
-    char **names = NULL;
-    const char **host_of_rank = NULL;
-    hostlist_t hl = NULL;
-    int nnodes, i, rc = -1;
+    struct step_layout layout;
+    const char **host_of_rank;
+    uint32_t rank;
 
-    if (spank_getenv (sp, "SLURM_DISTRIBUTION", dist_text, sizeof (dist_text)) != ESPANK_SUCCESS)
-        dist_text[0] = '\0';
-    if (spank_getenv (sp, "SLURM_DIST_PLANESIZE", plane_text, sizeof (plane_text)) == ESPANK_SUCCESS)
-        plane = (uint32_t) strtoul (plane_text, NULL, 10);
-    counts = calloc (st->node_count, sizeof (*counts));
-    names = calloc (st->node_count, sizeof (*names));
-    node_of_rank = calloc (st->world_size, sizeof (*node_of_rank));
-    host_of_rank = calloc (st->world_size, sizeof (*host_of_rank));
-    if (counts == NULL || names == NULL || node_of_rank == NULL || host_of_rank == NULL
-        || spank_getenv (sp, "SLURM_STEP_TASKS_PER_NODE", text, sizeof (text)) != ESPANK_SUCCESS
-        || (nnodes = dist_tasks_per_node_parse (text, counts, st->node_count)) < 0
-        || (uint32_t) nnodes != st->node_count
-        || dist_layout_assign (dist_distribution_parse (dist_text), plane, counts,
-                               st->node_count, node_of_rank, st->world_size) < 0
-        || spank_getenv (sp, "SLURM_STEP_NODELIST", text, sizeof (text)) != ESPANK_SUCCESS
-        || (hl = slurm_hostlist_create (text)) == NULL)
-        goto out;
-    for (i = 0; i < nnodes; i++)
-        if ((names[i] = slurm_hostlist_shift (hl)) == NULL)
-            goto out;
-    for (rank = 0; rank < st->world_size; rank++)
-        host_of_rank[rank] = names[node_of_rank[rank]];
-    dist_train.tf_config = dist_tf_config_prefix (host_of_rank, st->world_size, st->master_port,
-                                                  dist_train.cfg.port_lo, dist_train.cfg.port_hi);
-    if (dist_train.tf_config != NULL)
-        rc = 0;
-out:
-    if (rc < 0)
+    if (dist_train_layout_load (sp, st, &layout) == 0) {
+        host_of_rank = calloc (st->world_size, sizeof (*host_of_rank));
+        if (host_of_rank != NULL) {
+            for (rank = 0; rank < st->world_size; rank++)
+                host_of_rank[rank] = layout.names[layout.node_of_rank[rank]];
+            dist_train.tf_config = dist_tf_config_prefix (
+                host_of_rank, st->world_size, st->master_port,
+                dist_train.cfg.port_lo, dist_train.cfg.port_hi);
+            free (host_of_rank);
+        }
+        dist_train_layout_free (&layout);
+    }
+    if (dist_train.tf_config == NULL) {
         dist_train_defer_error ("the tf profile needs a block, cyclic or plane layout and a "
                                 "port_range with a port for every task; use another profile");
-    if (names != NULL)
-        for (i = 0; i < (int) st->node_count; i++)
-            free (names[i]);
-    free (names);
-    free (host_of_rank);
-    free (node_of_rank);
-    free (counts);
-    if (hl != NULL)
-        slurm_hostlist_destroy (hl);
-    return rc;
+        return -1;
+    }
+    return 0;
 }
 
 int dist_train_remote_user_init (spank_t sp)
@@ -282,60 +271,34 @@ int dist_train_remote_user_init (spank_t sp)
 
 #define REPORT_ROWS 64 /* verbose lists this many ranks, then counts the rest */
 
-/* verbose: the rank table, from the step's layout, when srun's distribution
- * can be recomputed (block, cyclic, plane). */
+/* verbose: the rank table, when srun's distribution can be recomputed. */
 static void report_ranks (spank_t sp, const struct dist_step *st)
 {
-    char text[8192], dist_text[64], plane_text[16];
-    uint32_t *counts = NULL, *node_of_rank = NULL, *seen = NULL;
-    uint32_t plane = 0, rank, shown;
-    char **names = NULL;
-    hostlist_t hl = NULL;
-    int nnodes, i;
+    struct step_layout layout;
+    uint32_t *seen, rank, shown;
 
-    if (spank_getenv (sp, "SLURM_STEP_TASKS_PER_NODE", text, sizeof (text)) != ESPANK_SUCCESS
-        || (counts = calloc (st->node_count, sizeof (*counts))) == NULL
-        || (nnodes = dist_tasks_per_node_parse (text, counts, st->node_count)) < 0
-        || (uint32_t) nnodes != st->node_count)
-        goto out;
-    if (spank_getenv (sp, "SLURM_DISTRIBUTION", dist_text, sizeof (dist_text)) != ESPANK_SUCCESS)
-        dist_text[0] = '\0';
-    if (spank_getenv (sp, "SLURM_DIST_PLANESIZE", plane_text, sizeof (plane_text)) == ESPANK_SUCCESS)
-        plane = (uint32_t) strtoul (plane_text, NULL, 10);
-    node_of_rank = calloc (st->world_size, sizeof (*node_of_rank));
+    if (dist_train_layout_load (sp, st, &layout) < 0)
+        return;
     seen = calloc (st->node_count, sizeof (*seen));
-    names = calloc (st->node_count, sizeof (*names));
-    if (node_of_rank == NULL || seen == NULL || names == NULL
-        || dist_layout_assign (dist_distribution_parse (dist_text), plane, counts,
-                               st->node_count, node_of_rank, st->world_size) < 0
-        || spank_getenv (sp, "SLURM_STEP_NODELIST", text, sizeof (text)) != ESPANK_SUCCESS
-        || (hl = slurm_hostlist_create (text)) == NULL)
-        goto out;
-    for (i = 0; i < nnodes; i++)
-        if ((names[i] = slurm_hostlist_shift (hl)) == NULL)
-            goto out;
+    if (seen == NULL) {
+        dist_train_layout_free (&layout);
+        return;
+    }
     slurm_spank_log ("%s:   RANK  LOCAL_RANK  NODE_RANK  NODE", PLUGIN_NAME);
     shown = st->world_size < REPORT_ROWS ? st->world_size : REPORT_ROWS;
     for (rank = 0; rank < st->world_size; rank++) {
-        uint32_t node = node_of_rank[rank];
+        uint32_t node = layout.node_of_rank[rank];
         if (rank < shown)
             slurm_spank_log ("%s:   %-5lu %-11lu %-10lu %s", PLUGIN_NAME, (unsigned long) rank,
-                             (unsigned long) seen[node], (unsigned long) node, names[node]);
+                             (unsigned long) seen[node], (unsigned long) node,
+                             layout.names[node]);
         seen[node]++;
     }
     if (shown < st->world_size)
         slurm_spank_log ("%s:   ... and %lu more ranks", PLUGIN_NAME,
                          (unsigned long) (st->world_size - shown));
-out:
-    if (names != NULL)
-        for (i = 0; i < (int) st->node_count; i++)
-            free (names[i]);
-    free (names);
     free (seen);
-    free (node_of_rank);
-    free (counts);
-    if (hl != NULL)
-        slurm_hostlist_destroy (hl);
+    dist_train_layout_free (&layout);
 }
 
 /* verbose: what the step got, said once, by rank 0 (whose stderr is the
