@@ -271,3 +271,24 @@ for r, h, text in rows:
 ' <<<"$output"
     done
 }
+
+@test "an OpenMPI program (mpi4py) under --mpi=pmix: the flag changes nothing MPI does" {
+    local prog=$TOP/tests/integration/helpers/mpi_hello.py
+    run timeout 120 srun --mpi=pmix -N3 -n6 "$TORCH_PYTHON" "$prog"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    local plain
+    plain=$(grep '^mpi ' <<<"$output" | sed 's/ | .*//' | sort)
+    [[ $(wc -l <<<"$plain") -eq 6 ]]
+    [[ $(grep -c ' | RANK=unset$' <<<"$output") -eq 6 ]]
+    run timeout 120 srun --mpi=pmix --dist-train -N3 -n6 "$TORCH_PYTHON" "$prog"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ $(grep '^mpi ' <<<"$output" | sed 's/ | .*//' | sort) == "$plain" ]]
+    # every MPI rank is the rank the flag gave it, on all three nodes
+    local r
+    for r in 0 1 2 3 4 5; do
+        grep -q "^mpi rank=$r size=6 .* sum=21 .* | RANK=$r\$" <<<"$output"
+    done
+    [[ $(grep -o 'host=node[0-9]' <<<"$output" | sort -u | wc -l) -eq 3 ]]
+}
