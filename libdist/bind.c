@@ -1,0 +1,480 @@
+/* bind.c - compute each local rank's GPUs, CPUs, NUMA nodes and NIC. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bind.h"
+
+#define TREE_DEPTH_MAX 128
+
+/* ---- GPUs ------------------------------------------------------------- */
+
+struct gpu_key {
+    int pos;                  /* position in Slurm's list */
+    int first_pu;             /* first PU of its NUMA locality */
+    const char *busid;
+};
+
+static int compare_keys (const void *a, const void *b)
+{
+    const struct gpu_key *x = a, *y = b;
+
+    if (x->first_pu != y->first_pu)
+        return x->first_pu < y->first_pu ? -1 : 1;
+    return strcmp (x->busid, y->busid);
+}
+
+static void order_gpus (const struct dist_topo *t, const int *step_gpu,
+                        struct dist_bind_plan *plan)
+{
+    struct gpu_key keys[DIST_GPUS_MAX];
+    int i;
+
+    for (i = 0; i < plan->ngpus; i++) {
+        const struct dist_gpu *g = &t->gpu[step_gpu[i]];
+        keys[i].pos = i;
+        keys[i].first_pu = hwloc_bitmap_first (g->numa->cpuset);
+        keys[i].busid = g->busid;
+    }
+    qsort (keys, (size_t) plan->ngpus, sizeof (keys[0]), compare_keys);
+    for (i = 0; i < plan->ngpus; i++)
+        plan->order[i] = keys[i].pos;
+}
+
+static void assign_gpus (struct dist_bind_plan *plan)
+{
+    long T = plan->ntasks, G = plan->ngpus;
+    long r;
+
+    for (r = 0; r < T; r++) {
+        struct dist_bind_rank *rk = &plan->rank[r];
+        if (G == 0) {
+            rk->gpu_first = -1;
+            rk->gpu_count = 0;
+        } else if (T <= G) {
+            rk->gpu_first = (int) (r * G / T);
+            rk->gpu_count = (int) ((r + 1) * G / T) - rk->gpu_first;
+        } else {
+            rk->gpu_first = (int) (r * G / T);
+            rk->gpu_count = 1;
+        }
+    }
+}
+
+/* ---- CPUs ------------------------------------------------------------- */
+
+struct locality {
+    hwloc_obj_t loc;      /* NUMA locality object */
+    hwloc_obj_t pkg;
+};
+
+/* Without GPUs: rank r goes to the NUMA node holding the middle of its
+ * share of the step's CPUs, so ranks fill NUMA nodes in order. */
+static void spread_over_numa (const struct dist_topo *t, hwloc_const_cpuset_t allowed,
+                              int ntasks, struct locality *where)
+{
+    int nnuma = hwloc_get_nbobjs_by_type (t->topo, HWLOC_OBJ_NUMANODE);
+    hwloc_bitmap_t tmp = hwloc_bitmap_alloc ();
+    long total = 0, r;
+    int i;
+
+    for (i = 0; i < nnuma; i++) {
+        hwloc_obj_t numa = hwloc_get_obj_by_type (t->topo, HWLOC_OBJ_NUMANODE, (unsigned) i);
+        hwloc_bitmap_and (tmp, allowed, numa->cpuset);
+        total += hwloc_bitmap_weight (tmp);
+    }
+    for (r = 0; r < ntasks; r++) {
+        long target = (2 * r + 1) * total / (2L * ntasks), seen = 0;
+        where[r].loc = hwloc_get_root_obj (t->topo);
+        for (i = 0; i < nnuma && total > 0; i++) {
+            hwloc_obj_t numa = hwloc_get_obj_by_type (t->topo, HWLOC_OBJ_NUMANODE, (unsigned) i);
+            hwloc_bitmap_and (tmp, allowed, numa->cpuset);
+            seen += hwloc_bitmap_weight (tmp);
+            if (target < seen) {
+                where[r].loc = numa->parent;
+                break;
+            }
+        }
+        where[r].pkg = where[r].loc;
+        while (where[r].pkg->parent != NULL && where[r].pkg->type != HWLOC_OBJ_PACKAGE)
+            where[r].pkg = where[r].pkg->parent;
+        if (where[r].pkg->type != HWLOC_OBJ_PACKAGE)
+            where[r].pkg = hwloc_get_root_obj (t->topo);
+    }
+    hwloc_bitmap_free (tmp);
+}
+
+/* Divide pool among ranks[0..n): whole cores when there are enough, else
+ * PUs, else neighbours share PUs (returns true then). */
+static bool split_pool (const struct dist_topo *t, hwloc_const_cpuset_t pool,
+                        const int *ranks, int n, struct dist_bind_plan *plan)
+{
+    int ncores = hwloc_get_nbobjs_by_type (t->topo, HWLOC_OBJ_CORE);
+    int npus = hwloc_bitmap_weight (pool);
+    hwloc_obj_t *cores = NULL;
+    int c = 0, i, k;
+
+    if (ncores > 0 && (cores = calloc ((size_t) ncores, sizeof (*cores))) != NULL) {
+        for (i = 0; i < ncores; i++) {
+            hwloc_obj_t core = hwloc_get_obj_by_type (t->topo, HWLOC_OBJ_CORE, (unsigned) i);
+            if (hwloc_bitmap_intersects (core->cpuset, pool))
+                cores[c++] = core;
+        }
+    }
+    if (c >= n) {
+        for (i = 0; i < n; i++) {
+            hwloc_bitmap_t set = plan->rank[ranks[i]].cpuset;
+            hwloc_bitmap_zero (set);
+            for (k = (int) ((long) i * c / n); k < (int) ((long) (i + 1) * c / n); k++)
+                hwloc_bitmap_or (set, set, cores[k]->cpuset);
+            hwloc_bitmap_and (set, set, pool);
+        }
+        free (cores);
+        return false;
+    }
+    free (cores);
+    for (i = 0; i < n; i++) {
+        hwloc_bitmap_t set = plan->rank[ranks[i]].cpuset;
+        int lo = (int) ((long) i * npus / n), hi = (int) ((long) (i + 1) * npus / n);
+        int idx = 0, pu;
+        if (hi == lo)
+            hi = lo + 1; /* fewer PUs than ranks: share */
+        hwloc_bitmap_zero (set);
+        hwloc_bitmap_foreach_begin (pu, pool) {
+            if (idx >= lo && idx < hi)
+                hwloc_bitmap_set (set, (unsigned) pu);
+            idx++;
+        }
+        hwloc_bitmap_foreach_end ();
+    }
+    return npus < n;
+}
+
+/* Place the ranks whose entry in todo[] is set, taking CPUs from pool when
+ * it has one for each of them; clears todo[] and grows used. */
+static bool place_if_room (const struct dist_topo *t, hwloc_const_cpuset_t pool,
+                           bool *todo, const bool *member, struct dist_bind_plan *plan,
+                           hwloc_bitmap_t used, int *scratch)
+{
+    int n = 0, r;
+
+    for (r = 0; r < plan->ntasks; r++)
+        if (todo[r] && member[r])
+            scratch[n++] = r;
+    if (n == 0 || hwloc_bitmap_weight (pool) < n)
+        return false;
+    split_pool (t, pool, scratch, n, plan);
+    for (r = 0; r < n; r++)
+        todo[scratch[r]] = false;
+    hwloc_bitmap_or (used, used, pool);
+    return true;
+}
+
+static int assign_cpus (const struct dist_topo *t, hwloc_const_cpuset_t allowed,
+                        const struct locality *where, struct dist_bind_plan *plan)
+{
+    int T = plan->ntasks, r, s;
+    bool *todo = calloc ((size_t) T, sizeof (bool));
+    bool *member = calloc ((size_t) T, sizeof (bool));
+    int *scratch = calloc ((size_t) T, sizeof (int));
+    hwloc_bitmap_t used = hwloc_bitmap_alloc (), pool = hwloc_bitmap_alloc ();
+    int rv = -1;
+
+    if (todo == NULL || member == NULL || scratch == NULL || used == NULL || pool == NULL)
+        goto out;
+    for (r = 0; r < T; r++)
+        todo[r] = true;
+
+    /* 1. the NUMA locality, 2. the package: in the order ranks name them */
+    for (int level = 0; level < 2; level++) {
+        for (s = 0; s < T; s++) {
+            hwloc_obj_t obj = level == 0 ? where[s].loc : where[s].pkg;
+            if (!todo[s])
+                continue;
+            for (r = 0; r < T; r++)
+                member[r] = (level == 0 ? where[r].loc : where[r].pkg) == obj;
+            hwloc_bitmap_and (pool, allowed, obj->cpuset);
+            hwloc_bitmap_andnot (pool, pool, used);
+            place_if_room (t, pool, todo, member, plan, used, scratch);
+        }
+    }
+    /* 3. whatever the step has left, for all the rest together */
+    for (r = 0; r < T; r++)
+        member[r] = true;
+    hwloc_bitmap_andnot (pool, allowed, used);
+    place_if_room (t, pool, todo, member, plan, used, scratch);
+
+    /* 4. more ranks than CPUs: share, as near as the step allows */
+    for (s = 0; s < T; s++) {
+        int n = 0;
+        if (!todo[s])
+            continue;
+        for (r = 0; r < T; r++)
+            if (todo[r] && where[r].loc == where[s].loc)
+                scratch[n++] = r;
+        hwloc_bitmap_and (pool, allowed, where[s].loc->cpuset);
+        if (hwloc_bitmap_iszero (pool))
+            hwloc_bitmap_and (pool, allowed, where[s].pkg->cpuset);
+        if (hwloc_bitmap_iszero (pool))
+            hwloc_bitmap_copy (pool, allowed);
+        if (split_pool (t, pool, scratch, n, plan))
+            plan->cpus_shared = true;
+        for (r = 0; r < n; r++)
+            todo[scratch[r]] = false;
+    }
+    for (r = 0; r < T; r++)
+        hwloc_cpuset_to_nodeset (t->topo, plan->rank[r].cpuset, plan->rank[r].nodeset);
+    rv = 0;
+out:
+    free (todo);
+    free (member);
+    free (scratch);
+    hwloc_bitmap_free (used);
+    hwloc_bitmap_free (pool);
+    return rv;
+}
+
+/* ---- NICs ------------------------------------------------------------- */
+
+/* Edges between two objects of the tree (I/O objects included). */
+static int hops (hwloc_obj_t a, hwloc_obj_t b)
+{
+    hwloc_obj_t up[TREE_DEPTH_MAX];
+    int na = 0, i, k = 0;
+
+    for (; a != NULL && na < TREE_DEPTH_MAX; a = a->parent)
+        up[na++] = a;
+    for (; b != NULL; b = b->parent, k++)
+        for (i = 0; i < na; i++)
+            if (up[i] == b)
+                return i + k;
+    return 2 * TREE_DEPTH_MAX;
+}
+
+static void assign_nics (const struct dist_topo *t, const int *step_gpu,
+                         const struct locality *where, struct dist_bind_plan *plan)
+{
+    int used[DIST_NICS_MAX] = { 0 };
+    int r, i;
+
+    for (r = 0; r < plan->ntasks; r++) {
+        struct dist_bind_rank *rk = &plan->rank[r];
+        hwloc_obj_t ref = rk->gpu_count > 0
+                              ? t->gpu[step_gpu[plan->order[rk->gpu_first]]].pci
+                              : where[r].loc;
+        int best = -1, best_hops = 0;
+        for (i = 0; i < t->nnics; i++) {
+            int h = hops (ref, t->nic[i].pci);
+            if (best < 0 || h < best_hops || (h == best_hops && used[i] < used[best])) {
+                best = i;
+                best_hops = h;
+            }
+        }
+        rk->nic = best;
+        if (best >= 0)
+            used[best]++;
+    }
+}
+
+/* ---- the plan --------------------------------------------------------- */
+
+static int check_input (const struct dist_topo *t, hwloc_const_cpuset_t allowed,
+                        const int *step_gpu, int nstep_gpus, int ntasks,
+                        char *err, size_t errsz)
+{
+    int i, j;
+
+    if (ntasks < 1 || ntasks > DIST_LOCAL_TASKS_MAX) {
+        snprintf (err, errsz, "%d tasks on this node: binding plans 1 to %d", ntasks,
+                  DIST_LOCAL_TASKS_MAX);
+        return -1;
+    }
+    if (nstep_gpus < 0 || nstep_gpus > DIST_GPUS_MAX) {
+        snprintf (err, errsz, "%d GPUs: binding plans at most %d", nstep_gpus, DIST_GPUS_MAX);
+        return -1;
+    }
+    for (i = 0; i < nstep_gpus; i++) {
+        if (step_gpu[i] < 0 || step_gpu[i] >= t->ngpus) {
+            snprintf (err, errsz,
+                      "Slurm gave the step GPU %d but the topology has %d NVIDIA GPUs",
+                      step_gpu[i], t->ngpus);
+            return -1;
+        }
+        for (j = 0; j < i; j++)
+            if (step_gpu[j] == step_gpu[i]) {
+                snprintf (err, errsz, "Slurm lists GPU %d twice", step_gpu[i]);
+                return -1;
+            }
+    }
+    if (!hwloc_bitmap_intersects (allowed, hwloc_topology_get_topology_cpuset (t->topo))) {
+        snprintf (err, errsz, "none of the step's CPUs is in the topology");
+        return -1;
+    }
+    return 0;
+}
+
+int dist_bind_plan (const struct dist_topo *t, hwloc_const_cpuset_t allowed,
+                    const int *step_gpu, int nstep_gpus, int ntasks,
+                    struct dist_bind_plan *plan, char *err, size_t errsz)
+{
+    struct locality *where = NULL;
+    hwloc_bitmap_t mine = NULL;
+    int r;
+
+    memset (plan, 0, sizeof (*plan));
+    if (check_input (t, allowed, step_gpu, nstep_gpus, ntasks, err, errsz) < 0)
+        return -1;
+    plan->ntasks = ntasks;
+    plan->ngpus = nstep_gpus;
+    plan->rank = calloc ((size_t) ntasks, sizeof (*plan->rank));
+    where = calloc ((size_t) ntasks, sizeof (*where));
+    mine = hwloc_bitmap_dup (allowed);
+    if (plan->rank == NULL || where == NULL || mine == NULL)
+        goto nomem;
+    hwloc_bitmap_and (mine, mine, hwloc_topology_get_topology_cpuset (t->topo));
+    for (r = 0; r < ntasks; r++) {
+        plan->rank[r].cpuset = hwloc_bitmap_alloc ();
+        plan->rank[r].nodeset = hwloc_bitmap_alloc ();
+        if (plan->rank[r].cpuset == NULL || plan->rank[r].nodeset == NULL)
+            goto nomem;
+    }
+    order_gpus (t, step_gpu, plan);
+    assign_gpus (plan);
+    if (nstep_gpus > 0) {
+        for (r = 0; r < ntasks; r++) {
+            const struct dist_gpu *g = &t->gpu[step_gpu[plan->order[plan->rank[r].gpu_first]]];
+            where[r].loc = g->numa;
+            where[r].pkg = g->package;
+        }
+    } else {
+        spread_over_numa (t, mine, ntasks, where);
+    }
+    if (assign_cpus (t, mine, where, plan) < 0)
+        goto nomem;
+    assign_nics (t, step_gpu, where, plan);
+    free (where);
+    hwloc_bitmap_free (mine);
+    return 0;
+nomem:
+    snprintf (err, errsz, "out of memory planning the binding");
+    free (where);
+    hwloc_bitmap_free (mine);
+    dist_bind_plan_free (plan);
+    return -1;
+}
+
+void dist_bind_plan_free (struct dist_bind_plan *plan)
+{
+    int r;
+
+    if (plan->rank != NULL) {
+        for (r = 0; r < plan->ntasks; r++) {
+            hwloc_bitmap_free (plan->rank[r].cpuset);
+            hwloc_bitmap_free (plan->rank[r].nodeset);
+        }
+        free (plan->rank);
+    }
+    memset (plan, 0, sizeof (*plan));
+}
+
+int dist_bind_visible (const struct dist_bind_plan *plan, int local_rank, bool own_only,
+                       int out[DIST_GPUS_MAX])
+{
+    const struct dist_bind_rank *rk;
+    bool taken[DIST_GPUS_MAX] = { false };
+    int G = plan->ngpus, start, i, k = 0;
+
+    if (local_rank < 0 || local_rank >= plan->ntasks || G == 0)
+        return 0;
+    rk = &plan->rank[local_rank];
+    if (own_only) {
+        for (i = 0; i < rk->gpu_count; i++)
+            out[i] = plan->order[rk->gpu_first + i];
+        return rk->gpu_count;
+    }
+    start = local_rank % G;
+    if (start > G - rk->gpu_count)
+        start = G - rk->gpu_count;
+    for (i = 0; i < G; i++)
+        out[i] = -1;
+    for (i = 0; i < rk->gpu_count; i++) {
+        out[start + i] = plan->order[rk->gpu_first + i];
+        taken[rk->gpu_first + i] = true;
+    }
+    for (i = 0; i < G; i++) {
+        if (out[i] >= 0)
+            continue;
+        while (taken[k])
+            k++;
+        out[i] = plan->order[k];
+        taken[k] = true;
+    }
+    return G;
+}
+
+/* ---- Slurm's lists ---------------------------------------------------- */
+
+static int parse_index (const char **p, long *v)
+{
+    char *end;
+
+    if (**p < '0' || **p > '9')
+        return -1;
+    errno = 0;
+    *v = strtol (*p, &end, 10);
+    if (errno != 0 || *v > 4095)
+        return -1;
+    *p = end;
+    return 0;
+}
+
+int dist_parse_index_list (const char *list, int *out, int max)
+{
+    const char *p = list;
+    int n = 0;
+
+    if (list == NULL || *list == '\0')
+        return -1;
+    for (;;) {
+        long lo, hi, v;
+        if (parse_index (&p, &lo) < 0)
+            return -1;
+        hi = lo;
+        if (*p == '-') {
+            p++;
+            if (parse_index (&p, &hi) < 0 || hi < lo)
+                return -1;
+        }
+        for (v = lo; v <= hi; v++) {
+            if (n == max)
+                return -1;
+            out[n++] = (int) v;
+        }
+        if (*p == '\0')
+            return n;
+        if (*p++ != ',')
+            return -1;
+    }
+}
+
+int dist_split_list (const char *list, char (*tokens)[64], int max)
+{
+    const char *p = list;
+    int n = 0;
+
+    if (list == NULL || *list == '\0')
+        return -1;
+    for (;;) {
+        size_t len = strcspn (p, ",");
+        if (len == 0 || len >= 64 || n == max)
+            return -1;
+        memcpy (tokens[n], p, len);
+        tokens[n][len] = '\0';
+        n++;
+        p += len;
+        if (*p == '\0')
+            return n;
+        p++;
+    }
+}

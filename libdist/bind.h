@@ -1,0 +1,73 @@
+/* bind.h - which GPUs, CPUs, NUMA nodes and NIC each local rank gets.
+ *
+ * Pure planning on a loaded topology: no binding, no environment.  The
+ * rules (issue 4):
+ * - The step's GPUs are taken in locality order (NUMA locality, then bus
+ *   id).  tasks <= GPUs: each rank gets an even, contiguous share; tasks >
+ *   GPUs: neighbouring ranks share a GPU.
+ * - Each rank's CPUs come from the step's CPUs near its GPU: its NUMA node
+ *   when that has a core for every rank placed there, else its package,
+ *   else anywhere in the step.  Ranks that share a locality divide it
+ *   without overlap; only when there are more ranks than CPUs do they share.
+ * - Without GPUs, ranks are spread over the NUMA nodes in rank order, in
+ *   proportion to the step's CPUs on each.
+ * - The NIC is the RDMA device nearest to the rank's GPU (fewest hops in the
+ *   topology tree), ties going to the least used.
+ */
+#ifndef DIST_BIND_H
+#define DIST_BIND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <hwloc.h>
+
+#include "topo.h"
+
+#define DIST_LOCAL_TASKS_MAX 4096
+
+struct dist_bind_rank {
+    int gpu_first;            /* own GPUs: plan.order[gpu_first .. +gpu_count) */
+    int gpu_count;
+    hwloc_bitmap_t cpuset;    /* PUs, OS indices */
+    hwloc_bitmap_t nodeset;   /* NUMA nodes of those PUs, OS indices */
+    int nic;                  /* index in the topology's NICs, -1 none */
+};
+
+struct dist_bind_plan {
+    int ntasks;
+    int ngpus;                     /* the step's GPUs on this node */
+    int order[DIST_GPUS_MAX];      /* step GPU positions, in locality order */
+    struct dist_bind_rank *rank;   /* by local rank */
+    bool cpus_shared;              /* more ranks than CPUs somewhere */
+};
+
+/* Plan ntasks local ranks.  step_gpu[i] is the topology's index (PCI order)
+ * of the i-th GPU Slurm gave the step (the i-th entry of its list).  allowed
+ * is the step's CPUs; it must hold at least one PU of the topology.
+ * 0 on success; -1 with a message in err. */
+int dist_bind_plan (const struct dist_topo *t, hwloc_const_cpuset_t allowed,
+                    const int *step_gpu, int nstep_gpus, int ntasks,
+                    struct dist_bind_plan *plan, char *err, size_t errsz);
+
+void dist_bind_plan_free (struct dist_bind_plan *plan);
+
+/* The step GPU positions in the order CUDA_VISIBLE_DEVICES lists them for a
+ * local rank: its own GPUs from position local_rank % ngpus on (so that
+ * cudaSetDevice(LOCAL_RANK) lands on its first GPU), the others in locality
+ * order around them.  With own_only, just its own GPUs.  Returns how many
+ * positions were written to out[]. */
+int dist_bind_visible (const struct dist_bind_plan *plan, int local_rank, bool own_only,
+                       int out[DIST_GPUS_MAX]);
+
+/* Parse Slurm's GPU index list ("0,1,2" or "0-3,6", order kept) into
+ * out[]; returns the count, or -1 when it does not parse or has more than
+ * max entries. */
+int dist_parse_index_list (const char *list, int *out, int max);
+
+/* Split a comma list (CUDA_VISIBLE_DEVICES) into at most max tokens of
+ * fewer than tokmax characters each; returns the count, -1 if it does not
+ * fit. */
+int dist_split_list (const char *list, char (*tokens)[64], int max);
+
+#endif /* DIST_BIND_H */

@@ -1,0 +1,159 @@
+/* topo.c - load a node's topology and find its GPUs and RDMA NICs. */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "topo.h"
+
+#define PCI_VENDOR_NVIDIA 0x10de
+#define PCI_CLASS_VGA 0x0300
+#define PCI_CLASS_3D 0x0302
+
+static bool is_gpu (hwloc_obj_t pci)
+{
+    unsigned cls = pci->attr->pcidev.class_id;
+
+    /* NVSwitches (0x0680) and BMC graphics (other vendors) are not GPUs. */
+    return pci->attr->pcidev.vendor_id == PCI_VENDOR_NVIDIA
+           && (cls == PCI_CLASS_VGA || cls == PCI_CLASS_3D);
+}
+
+static void format_busid (hwloc_obj_t pci, char *buf, size_t size)
+{
+    snprintf (buf, size, "%04x:%02x:%02x.%01x", (unsigned) pci->attr->pcidev.domain,
+              (unsigned) pci->attr->pcidev.bus, (unsigned) pci->attr->pcidev.dev,
+              (unsigned) pci->attr->pcidev.func);
+}
+
+static hwloc_obj_t numa_locality (hwloc_topology_t topo, hwloc_obj_t obj)
+{
+    obj = hwloc_get_non_io_ancestor_obj (topo, obj);
+    while (obj->parent != NULL && obj->memory_arity == 0)
+        obj = obj->parent;
+    return obj;
+}
+
+static hwloc_obj_t package_of (hwloc_topology_t topo, hwloc_obj_t obj)
+{
+    hwloc_obj_t anc = hwloc_get_non_io_ancestor_obj (topo, obj);
+    hwloc_obj_t pkg = anc->type == HWLOC_OBJ_PACKAGE
+                          ? anc
+                          : hwloc_get_ancestor_obj_by_type (topo, HWLOC_OBJ_PACKAGE, anc);
+    return pkg != NULL ? pkg : hwloc_get_root_obj (topo);
+}
+
+static int compare_gpus (const void *a, const void *b)
+{
+    const struct dist_gpu *x = a, *y = b;
+    return strcmp (x->busid, y->busid);
+}
+
+static void find_devices (struct dist_topo *t)
+{
+    hwloc_obj_t obj = NULL;
+
+    while ((obj = hwloc_get_next_pcidev (t->topo, obj)) != NULL) {
+        if (!is_gpu (obj) || t->ngpus == DIST_GPUS_MAX)
+            continue;
+        struct dist_gpu *g = &t->gpu[t->ngpus++];
+        format_busid (obj, g->busid, sizeof (g->busid));
+        g->pci = obj;
+        g->numa = numa_locality (t->topo, obj);
+        g->package = package_of (t->topo, obj);
+    }
+    qsort (t->gpu, (size_t) t->ngpus, sizeof (t->gpu[0]), compare_gpus);
+
+    obj = NULL;
+    while ((obj = hwloc_get_next_osdev (t->topo, obj)) != NULL) {
+        if (obj->attr->osdev.type != HWLOC_OBJ_OSDEV_OPENFABRICS || obj->name == NULL
+            || obj->parent == NULL || obj->parent->type != HWLOC_OBJ_PCI_DEVICE
+            || t->nnics == DIST_NICS_MAX)
+            continue;
+        struct dist_nic *n = &t->nic[t->nnics++];
+        snprintf (n->name, sizeof (n->name), "%s", obj->name);
+        n->pci = obj->parent;
+    }
+}
+
+int dist_topo_load (struct dist_topo *t, const char *xmlfile, char *err, size_t errsz)
+{
+    /* Components that would start a GPU runtime inside slurmstepd. */
+    static const char *const excluded[] = { "cuda", "nvml", "opencl", "rsmi", "levelzero", "gl" };
+    size_t i;
+
+    memset (t, 0, sizeof (*t));
+    if (hwloc_topology_init (&t->topo) < 0) {
+        snprintf (err, errsz, "hwloc: cannot initialize a topology");
+        return -1;
+    }
+    for (i = 0; i < sizeof (excluded) / sizeof (excluded[0]); i++)
+        (void) hwloc_topology_set_components (t->topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST,
+                                              excluded[i]);
+    hwloc_topology_set_io_types_filter (t->topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+    if (xmlfile != NULL && xmlfile[0] != '\0'
+        && hwloc_topology_set_xml (t->topo, xmlfile) < 0) {
+        snprintf (err, errsz, "topology=%.200s: hwloc cannot read it as XML", xmlfile);
+        goto fail;
+    }
+    if (hwloc_topology_load (t->topo) < 0) {
+        snprintf (err, errsz, "hwloc cannot load the topology%s%.200s",
+                  xmlfile != NULL ? " from " : "", xmlfile != NULL ? xmlfile : "");
+        goto fail;
+    }
+    t->this_system = hwloc_topology_is_thissystem (t->topo);
+    find_devices (t);
+    return 0;
+fail:
+    hwloc_topology_destroy (t->topo);
+    t->topo = NULL;
+    return -1;
+}
+
+void dist_topo_destroy (struct dist_topo *t)
+{
+    if (t->topo != NULL)
+        hwloc_topology_destroy (t->topo);
+    memset (t, 0, sizeof (*t));
+}
+
+int dist_topo_cores_cpuset (const struct dist_topo *t, const char *cores,
+                            hwloc_bitmap_t out, char *err, size_t errsz)
+{
+    hwloc_bitmap_t ids = hwloc_bitmap_alloc ();
+    int ncores = hwloc_get_nbobjs_by_type (t->topo, HWLOC_OBJ_CORE);
+    hwloc_obj_type_t unit = ncores > 0 ? HWLOC_OBJ_CORE : HWLOC_OBJ_PU;
+    int id, missing = 0;
+
+    hwloc_bitmap_zero (out);
+    if (ids == NULL)
+        return -1;
+    if (cores == NULL || cores[0] == '\0' || strspn (cores, "0123456789,-") != strlen (cores)
+        || hwloc_bitmap_list_sscanf (ids, cores) < 0 || hwloc_bitmap_weight (ids) < 0
+        || hwloc_bitmap_last (ids) > 65535) {
+        snprintf (err, errsz, "Slurm's core list '%.64s' does not parse", cores ? cores : "");
+        hwloc_bitmap_free (ids);
+        return -1;
+    }
+    hwloc_bitmap_foreach_begin (id, ids) {
+        hwloc_obj_t obj = hwloc_get_obj_by_type (t->topo, unit, (unsigned) id);
+        if (obj == NULL)
+            missing++;
+        else
+            hwloc_bitmap_or (out, out, obj->cpuset);
+    }
+    hwloc_bitmap_foreach_end ();
+    hwloc_bitmap_free (ids);
+    return missing;
+}
+
+int dist_topo_find_gpu (const struct dist_topo *t, const char *busid)
+{
+    int i;
+
+    for (i = 0; i < t->ngpus; i++)
+        if (strcasecmp (t->gpu[i].busid, busid) == 0)
+            return i;
+    return -1;
+}

@@ -1,0 +1,60 @@
+/* topo.h - a node's hwloc topology, reduced to what binding needs: the GPUs
+ * (in PCI order, which is Slurm's global GPU index) and the RDMA NICs.
+ *
+ * Loading never initializes CUDA, NVML or OpenCL: those hwloc components
+ * are excluded, and GPUs are recognized by PCI class and vendor, which also
+ * works for XML files recorded without any of them.
+ */
+#ifndef DIST_TOPO_H
+#define DIST_TOPO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <hwloc.h>
+
+#define DIST_GPUS_MAX 64
+#define DIST_NICS_MAX 64
+#define DIST_BUSID_MAX 16   /* "dddd:bb:dd.f" and the NUL */
+#define DIST_NICNAME_MAX 32
+
+struct dist_gpu {
+    char busid[DIST_BUSID_MAX];
+    hwloc_obj_t pci;       /* the PCI device */
+    hwloc_obj_t numa;      /* first ancestor with local memory: its cpuset is
+                              the GPU's NUMA locality */
+    hwloc_obj_t package;   /* enclosing package, else the machine */
+};
+
+struct dist_nic {
+    char name[DIST_NICNAME_MAX];   /* OpenFabrics name: mlx5_0, rdmap197s0 */
+    hwloc_obj_t pci;
+};
+
+struct dist_topo {
+    hwloc_topology_t topo;
+    bool this_system;       /* the topology is this machine's (not an XML
+                               from elsewhere) */
+    int ngpus;
+    struct dist_gpu gpu[DIST_GPUS_MAX];    /* sorted by PCI bus id */
+    int nnics;
+    struct dist_nic nic[DIST_NICS_MAX];
+};
+
+/* Load the topology: from xmlfile when given, else hwloc's usual sources
+ * (HWLOC_XMLFILE in the environment, or the live machine).  0 on success;
+ * -1 with a message in err, t left empty. */
+int dist_topo_load (struct dist_topo *t, const char *xmlfile, char *err, size_t errsz);
+
+void dist_topo_destroy (struct dist_topo *t);
+
+/* The PUs of Slurm's cores ("0-3,8": Slurm numbers a node's cores in hwloc's
+ * logical order).  Cores the topology lacks are left out; returns how many
+ * were left out, or -1 (message in err) when the list does not parse. */
+int dist_topo_cores_cpuset (const struct dist_topo *t, const char *cores,
+                            hwloc_bitmap_t out, char *err, size_t errsz);
+
+/* The GPU whose bus id is busid ("0000:07:00.0", case-insensitive), or -1. */
+int dist_topo_find_gpu (const struct dist_topo *t, const char *busid);
+
+#endif /* DIST_TOPO_H */
