@@ -7,6 +7,7 @@
 #include "config.h"
 
 #define SPEC_MAX 1024 /* longer than any valid SPEC; bounds hostile input */
+#define ARG_KEYS "port_range, ifname, bind, visible, nic, topology"
 
 const char dist_spec_help[] =
     "--dist-train[=SPEC], SPEC a comma list of:\n"
@@ -16,6 +17,14 @@ const char dist_spec_help[] =
     "  tf       the generic variables plus TF_CONFIG (every task a worker)\n"
     "  off      do nothing for this step\n"
     "  verbose  print what each rank gets\n"
+    "  bind=auto|gpu|cpu|none\n"
+    "           bind each rank to its GPU(s) and nearby CPUs (auto, the\n"
+    "           default), only order CUDA_VISIBLE_DEVICES (gpu), only set the\n"
+    "           CPU affinity (cpu), or neither (none)\n"
+    "  visible=all|own\n"
+    "           CUDA_VISIBLE_DEVICES lists every GPU of the step with the\n"
+    "           rank's own at index LOCAL_RANK (all, the default), or only\n"
+    "           the rank's own GPUs (own)\n"
     "  help     print this text\n"
     "The environment variable DIST_TRAIN=SPEC is used when the flag is not given.";
 
@@ -25,6 +34,62 @@ void dist_config_init (struct dist_config *cfg)
     cfg->profile = DIST_PROFILE_OFF;
     cfg->port_lo = DIST_PORT_LO_DEFAULT;
     cfg->port_hi = DIST_PORT_HI_DEFAULT;
+    cfg->bind_site = DIST_BIND_AUTO;
+}
+
+enum dist_bind dist_config_bind (const struct dist_config *cfg)
+{
+    if (cfg->bind_site == DIST_BIND_NONE || cfg->bind_user == DIST_BIND_UNSET)
+        return cfg->bind_site;
+    return cfg->bind_user;
+}
+
+static int parse_bind (const char *val, enum dist_bind *out)
+{
+    if (strcmp (val, "auto") == 0)
+        *out = DIST_BIND_AUTO;
+    else if (strcmp (val, "none") == 0)
+        *out = DIST_BIND_NONE;
+    else if (strcmp (val, "gpu") == 0)
+        *out = DIST_BIND_GPU;
+    else if (strcmp (val, "cpu") == 0)
+        *out = DIST_BIND_CPU;
+    else
+        return -1;
+    return 0;
+}
+
+static int parse_visible (const char *val, bool *own)
+{
+    if (strcmp (val, "all") == 0)
+        *own = false;
+    else if (strcmp (val, "own") == 0)
+        *own = true;
+    else
+        return -1;
+    return 0;
+}
+
+/* SPEC's key=value tokens. */
+static int parse_spec_setting (struct dist_config *cfg, const char *tok,
+                               char *err, size_t errsz)
+{
+    if (strncmp (tok, "bind=", 5) == 0) {
+        if (parse_bind (tok + 5, &cfg->bind_user) == 0)
+            return 0;
+        snprintf (err, errsz, "--dist-train: '%.64s': bind= takes auto, gpu, cpu or none", tok);
+        return -1;
+    }
+    if (strncmp (tok, "visible=", 8) == 0) {
+        if (parse_visible (tok + 8, &cfg->visible_own) == 0)
+            return 0;
+        snprintf (err, errsz, "--dist-train: '%.64s': visible= takes all or own", tok);
+        return -1;
+    }
+    snprintf (err, errsz,
+              "--dist-train: unknown SPEC setting '%.64s'; valid: bind=auto|gpu|cpu|none, "
+              "visible=all|own", tok);
+    return -1;
 }
 
 int dist_config_parse_spec (struct dist_config *cfg, const char *spec,
@@ -48,6 +113,11 @@ int dist_config_parse_spec (struct dist_config *cfg, const char *spec,
     for (tok = strtok_r (buf, ",", &save); tok != NULL;
          tok = strtok_r (NULL, ",", &save)) {
         enum dist_profile p;
+        if (strchr (tok, '=') != NULL) {
+            if (parse_spec_setting (cfg, tok, err, errsz) < 0)
+                return -1;
+            continue;
+        }
         if (strcmp (tok, "verbose") == 0) {
             cfg->verbose = true;
             continue;
@@ -67,7 +137,8 @@ int dist_config_parse_spec (struct dist_config *cfg, const char *spec,
         else {
             snprintf (err, errsz,
                       "--dist-train: unknown SPEC token '%.64s'; valid: "
-                      "torch, jax, tf, off, verbose, help (comma-separated)", tok);
+                      "torch, jax, tf, off, verbose, bind=..., visible=..., help "
+                      "(comma-separated)", tok);
             return -1;
         }
         if (profile_seen && p != cfg->profile) {
@@ -148,9 +219,8 @@ int dist_config_parse_arg (struct dist_config *cfg, const char *arg,
     size_t klen;
 
     if (eq == NULL) {
-        snprintf (err, errsz,
-                  "plugstack argument '%.64s' is not key=value; valid keys: port_range, ifname",
-                  arg);
+        snprintf (err, errsz, "plugstack argument '%.64s' is not key=value; valid keys: %s",
+                  arg, ARG_KEYS);
         return -1;
     }
     klen = (size_t) (eq - arg);
@@ -158,8 +228,37 @@ int dist_config_parse_arg (struct dist_config *cfg, const char *arg,
         return parse_port_range (cfg, eq + 1, err, errsz);
     if (klen == strlen ("ifname") && strncmp (arg, "ifname", klen) == 0)
         return parse_ifname (cfg, eq + 1, err, errsz);
-    snprintf (err, errsz,
-              "unknown plugstack key '%.*s'; valid keys: port_range, ifname",
-              (int) (klen > 64 ? 64 : klen), arg);
+    if (klen == strlen ("bind") && strncmp (arg, "bind", klen) == 0) {
+        if (parse_bind (eq + 1, &cfg->bind_site) == 0)
+            return 0;
+        snprintf (err, errsz, "bind=%.32s: expected auto, gpu, cpu or none", eq + 1);
+        return -1;
+    }
+    if (klen == strlen ("visible") && strncmp (arg, "visible", klen) == 0) {
+        if (parse_visible (eq + 1, &cfg->visible_own) == 0)
+            return 0;
+        snprintf (err, errsz, "visible=%.32s: expected all or own", eq + 1);
+        return -1;
+    }
+    if (klen == strlen ("nic") && strncmp (arg, "nic", klen) == 0) {
+        if (strcmp (eq + 1, "auto") == 0 || strcmp (eq + 1, "off") == 0) {
+            cfg->nic_auto = strcmp (eq + 1, "auto") == 0;
+            return 0;
+        }
+        snprintf (err, errsz, "nic=%.32s: expected auto or off", eq + 1);
+        return -1;
+    }
+    if (klen == strlen ("topology") && strncmp (arg, "topology", klen) == 0) {
+        if (eq[1] == '/' && strlen (eq + 1) < sizeof (cfg->topology)) {
+            snprintf (cfg->topology, sizeof (cfg->topology), "%s", eq + 1);
+            return 0;
+        }
+        snprintf (err, errsz, "topology=%.64s: expected an absolute path to an hwloc XML "
+                              "file (lstopo --of xml), shorter than %zu characters",
+                  eq + 1, sizeof (cfg->topology));
+        return -1;
+    }
+    snprintf (err, errsz, "unknown plugstack key '%.*s'; valid keys: %s",
+              (int) (klen > 64 ? 64 : klen), arg, ARG_KEYS);
     return -1;
 }

@@ -25,6 +25,18 @@ enum dist_profile {
     DIST_PROFILE_TF,
 };
 
+/* What binding applies (issue 4): GPUs (CUDA_VISIBLE_DEVICES order) and
+ * CPUs (affinity), both, or neither. */
+enum dist_bind {
+    DIST_BIND_UNSET = 0,    /* SPEC did not say: the site's choice */
+    DIST_BIND_AUTO,         /* GPUs and CPUs (the default) */
+    DIST_BIND_NONE,
+    DIST_BIND_GPU,
+    DIST_BIND_CPU,
+};
+
+#define DIST_PATH_MAX 512
+
 struct dist_config {
     enum dist_profile profile;
     bool verbose;
@@ -32,7 +44,16 @@ struct dist_config {
     uint16_t port_lo;                /* MASTER_PORT range, inclusive */
     uint16_t port_hi;
     char ifname[DIST_IFNAME_MAX];    /* admin-forced interface, "" = find it */
+    enum dist_bind bind_site;        /* plugstack bind=, AUTO by default */
+    enum dist_bind bind_user;        /* SPEC bind=, UNSET if not given */
+    bool visible_own;                /* CUDA_VISIBLE_DEVICES: only the rank's own GPUs */
+    bool nic_auto;                   /* export NCCL_IB_HCA/UCX_NET_DEVICES (plugstack nic=auto) */
+    char topology[DIST_PATH_MAX];    /* plugstack topology=FILE, "" = hwloc's sources */
 };
+
+/* The binding that applies: the site's "none" cannot be overridden; else
+ * the user's choice, else the site's. */
+enum dist_bind dist_config_bind (const struct dist_config *cfg);
 
 /* Fill in the defaults: profile off, no verbose, the default port range. */
 void dist_config_init (struct dist_config *cfg);

@@ -49,6 +49,11 @@ void dist_train_layout_free (struct step_layout *layout);
 int dist_train_remote_user_init (spank_t sp);
 int dist_train_remote_task_init (spank_t sp);
 
+/* bind.c: GPU/CPU/NIC binding, planned once per node, applied per task
+ * (never fails the step; problems are reported by local rank 0) */
+void dist_train_bind_plan (spank_t sp);
+void dist_train_bind_task (spank_t sp, int local_rank, uint32_t *omp_threads);
+
 /* network.c */
 int dist_train_resolve_master (spank_t sp, const char *node, bool here,
                                char *addr, size_t addrsz, char *err, size_t errsz);

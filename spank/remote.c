@@ -264,8 +264,10 @@ int dist_train_remote_user_init (spank_t sp)
     if (dist_train.error[0] != '\0')
         return 0;
     if (collect_step (sp, step) == 0
-        && (dist_train.cfg.profile != DIST_PROFILE_TF || build_tf_config (sp, step) == 0))
+        && (dist_train.cfg.profile != DIST_PROFILE_TF || build_tf_config (sp, step) == 0)) {
         dist_train.active = true;
+        dist_train_bind_plan (sp);
+    }
     return 0;
 }
 
@@ -342,6 +344,8 @@ int dist_train_remote_task_init (spank_t sp)
     }
     if (dist_train.cfg.verbose && rank == 0)
         report_step (sp);
+    /* (this is the task's own process: its copy of the step may change) */
+    dist_train_bind_task (sp, local_rank, &dist_train.step.cpus_per_task);
     n = dist_env_build (dist_train.cfg.profile, &dist_train.step, rank,
                         (uint32_t) local_rank, vars);
     if (dist_train.tf_config != NULL) {

@@ -156,6 +156,75 @@ static void test_arg_unknown_key_named (void **state)
     assert_non_null (strstr (err, "key=value"));
 }
 
+static void test_bind_spec_and_site (void **state)
+{
+    struct dist_config cfg;
+    char err[DIST_ERR_MAX];
+
+    dist_config_init (&cfg);
+    assert_int_equal (dist_config_bind (&cfg), DIST_BIND_AUTO);
+    assert_int_equal (dist_config_parse_spec (&cfg, "torch,bind=cpu", err, sizeof (err)), 0);
+    assert_int_equal (dist_config_bind (&cfg), DIST_BIND_CPU);
+    assert_int_equal (dist_config_parse_spec (&cfg, "bind=gpu,visible=own", err, sizeof (err)), 0);
+    assert_int_equal (dist_config_bind (&cfg), DIST_BIND_GPU);
+    assert_true (cfg.visible_own);
+
+    /* the site's none wins over the user's choice; other site values do not */
+    dist_config_init (&cfg);
+    assert_int_equal (dist_config_parse_arg (&cfg, "bind=none", err, sizeof (err)), 0);
+    assert_int_equal (dist_config_parse_spec (&cfg, "bind=auto", err, sizeof (err)), 0);
+    assert_int_equal (dist_config_bind (&cfg), DIST_BIND_NONE);
+    dist_config_init (&cfg);
+    assert_int_equal (dist_config_parse_arg (&cfg, "bind=gpu", err, sizeof (err)), 0);
+    assert_int_equal (dist_config_bind (&cfg), DIST_BIND_GPU);
+    assert_int_equal (dist_config_parse_spec (&cfg, "bind=cpu", err, sizeof (err)), 0);
+    assert_int_equal (dist_config_bind (&cfg), DIST_BIND_CPU);
+}
+
+static void test_bind_bad_values_named (void **state)
+{
+    struct dist_config cfg;
+    char err[DIST_ERR_MAX];
+
+    dist_config_init (&cfg);
+    assert_int_equal (dist_config_parse_spec (&cfg, "bind=socket", err, sizeof (err)), -1);
+    assert_non_null (strstr (err, "bind=socket"));
+    assert_non_null (strstr (err, "auto, gpu, cpu or none"));
+    assert_int_equal (dist_config_parse_spec (&cfg, "visible=some", err, sizeof (err)), -1);
+    assert_non_null (strstr (err, "visible=some"));
+    assert_int_equal (dist_config_parse_spec (&cfg, "cpus=4", err, sizeof (err)), -1);
+    assert_non_null (strstr (err, "cpus=4"));
+    assert_int_equal (dist_config_parse_arg (&cfg, "bind=", err, sizeof (err)), -1);
+    assert_non_null (strstr (err, "bind="));
+    assert_int_equal (dist_config_parse_arg (&cfg, "nic=on", err, sizeof (err)), -1);
+    assert_non_null (strstr (err, "nic=on"));
+    assert_int_equal (dist_config_parse_arg (&cfg, "topology=relative.xml", err, sizeof (err)), -1);
+    assert_non_null (strstr (err, "absolute path"));
+}
+
+static void test_arg_nic_and_topology (void **state)
+{
+    struct dist_config cfg;
+    char err[DIST_ERR_MAX];
+    char longpath[DIST_PATH_MAX + 16]; /* the path alone is longer than the limit */
+
+    dist_config_init (&cfg);
+    assert_false (cfg.nic_auto);
+    assert_string_equal (cfg.topology, "");
+    assert_int_equal (dist_config_parse_arg (&cfg, "nic=auto", err, sizeof (err)), 0);
+    assert_true (cfg.nic_auto);
+    assert_int_equal (dist_config_parse_arg (&cfg, "nic=off", err, sizeof (err)), 0);
+    assert_false (cfg.nic_auto);
+    assert_int_equal (dist_config_parse_arg (&cfg, "topology=/etc/slurm/node.xml", err,
+                                             sizeof (err)), 0);
+    assert_string_equal (cfg.topology, "/etc/slurm/node.xml");
+    memset (longpath, 'a', sizeof (longpath));
+    memcpy (longpath, "topology=/", 10);
+    longpath[sizeof (longpath) - 1] = '\0';
+    assert_int_equal (dist_config_parse_arg (&cfg, longpath, err, sizeof (err)), -1);
+    assert_string_equal (cfg.topology, "/etc/slurm/node.xml");
+}
+
 int main (void)
 {
     const struct CMUnitTest tests[] = {
@@ -169,6 +238,9 @@ int main (void)
         cmocka_unit_test (test_arg_port_range_bad),
         cmocka_unit_test (test_arg_ifname),
         cmocka_unit_test (test_arg_unknown_key_named),
+        cmocka_unit_test (test_bind_spec_and_site),
+        cmocka_unit_test (test_bind_bad_values_named),
+        cmocka_unit_test (test_arg_nic_and_topology),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }

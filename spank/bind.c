@@ -1,0 +1,296 @@
+/* bind.c - GPU, CPU and NIC binding in slurmstepd: the node's plan once in
+ * user_init, each task's share of it in task_init.
+ *
+ * Nothing here may fail the step: a topology that cannot be read, GPUs it
+ * lacks, or Slurm lists that make no sense leave the task with the
+ * environment only, and local rank 0 says why.
+ */
+#define _GNU_SOURCE
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hwloc.h>
+#include <hwloc/glibc-sched.h>
+
+#include "dist_train.h"
+#include "libdist/bind.h"
+#include "libdist/topo.h"
+
+#define GPU_LIST_MAX 1024
+
+struct task_binding {
+    char *visible;       /* CUDA_VISIBLE_DEVICES, NULL = no GPUs */
+    char *gpus;          /* bus ids */
+    char *cpus;          /* cpulist */
+    char *mems;
+    char nic[DIST_NICNAME_MAX];
+    int ncpus;
+    cpu_set_t *mask;     /* NULL when the plan is not for this machine */
+    size_t masksize;
+};
+
+static struct {
+    int ntasks;
+    struct task_binding *task;
+    char warning[DIST_ERR_MAX];   /* why binding was skipped or limited */
+} node;
+
+/* Keep the first problem; local rank 0 reports it. */
+static void warn (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
+static void warn (const char *fmt, ...)
+{
+    va_list ap;
+
+    if (node.warning[0] != '\0')
+        return;
+    va_start (ap, fmt);
+    vsnprintf (node.warning, sizeof (node.warning), fmt, ap);
+    va_end (ap);
+}
+
+/* The step's GPUs: Slurm's global indices (PCI order) and the tokens of
+ * CUDA_VISIBLE_DEVICES that name them, position by position. */
+static int step_gpus (spank_t sp, int *index, char (*tokens)[64])
+{
+    char visible[GPU_LIST_MAX], global[GPU_LIST_MAX];
+    int ntok, nidx;
+
+    if (spank_getenv (sp, "CUDA_VISIBLE_DEVICES", visible, sizeof (visible)) != ESPANK_SUCCESS
+        || visible[0] == '\0' || strcmp (visible, "NoDevFiles") == 0)
+        return 0;
+    ntok = dist_split_list (visible, tokens, DIST_GPUS_MAX);
+    if (ntok < 0) {
+        warn ("CUDA_VISIBLE_DEVICES '%.64s' does not parse: GPUs left as Slurm set them", visible);
+        return -1;
+    }
+    if (spank_getenv (sp, "SLURM_STEP_GPUS", global, sizeof (global)) != ESPANK_SUCCESS)
+        snprintf (global, sizeof (global), "%s", visible);
+    nidx = dist_parse_index_list (global, index, DIST_GPUS_MAX);
+    if (nidx < 0) {
+        warn ("GPUs '%.64s' are not Slurm indices (UUID or MIG?): GPUs left as Slurm set them",
+              global);
+        return -1;
+    }
+    if (nidx != ntok) {
+        warn ("SLURM_STEP_GPUS and CUDA_VISIBLE_DEVICES differ in length (%.64s): GPUs left "
+              "as Slurm set them", global);
+        return -1;
+    }
+    return nidx;
+}
+
+/* The step's CPUs on this node: the job's cores, narrowed by what
+ * slurmstepd may use (its cgroup) when the topology is this machine's. */
+static int step_cpus (spank_t sp, const struct dist_topo *t, hwloc_bitmap_t allowed,
+                      hwloc_bitmap_t here)
+{
+    char *cores = NULL, err[DIST_ERR_MAX];
+    cpu_set_t mask;
+    hwloc_bitmap_t both;
+
+    if (spank_get_item (sp, S_JOB_ALLOC_CORES, &cores) != ESPANK_SUCCESS || cores == NULL) {
+        warn ("%s", "Slurm did not give the job's cores: CPUs not bound");
+        return -1;
+    }
+    if (dist_topo_cores_cpuset (t, cores, allowed, err, sizeof (err)) < 0) {
+        warn ("%s", err);
+        return -1;
+    }
+    if (sched_getaffinity (0, sizeof (mask), &mask) == 0) {
+        hwloc_cpuset_from_glibc_sched_affinity (t->topo, here, &mask, sizeof (mask));
+        both = hwloc_bitmap_alloc ();
+        if (both != NULL) {
+            hwloc_bitmap_and (both, allowed, here);
+            if (!hwloc_bitmap_iszero (both))
+                hwloc_bitmap_copy (allowed, both);
+            hwloc_bitmap_free (both);
+        }
+    }
+    if (hwloc_bitmap_iszero (allowed)) {
+        warn ("the job's cores (%.64s) are not in the topology: CPUs not bound", cores);
+        return -1;
+    }
+    return 0;
+}
+
+static char *join_tokens (const int *pos, int n, char (*tokens)[64])
+{
+    char buf[DIST_GPUS_MAX * 65] = "";
+    size_t off = 0;
+    int i;
+
+    for (i = 0; i < n; i++)
+        off += (size_t) snprintf (buf + off, sizeof (buf) - off, "%s%s", i ? "," : "",
+                                  tokens[pos[i]]);
+    return strdup (buf);
+}
+
+static int fill_task (const struct dist_topo *t, const struct dist_bind_plan *plan,
+                      const int *index, char (*tokens)[64], hwloc_const_bitmap_t here,
+                      int r, struct task_binding *tb)
+{
+    const struct dist_bind_rank *rk = &plan->rank[r];
+    int pos[DIST_GPUS_MAX], n, i;
+    char buses[DIST_GPUS_MAX * DIST_BUSID_MAX] = "";
+    size_t off = 0;
+
+    if (plan->ngpus > 0) {
+        n = dist_bind_visible (plan, r, dist_train.cfg.visible_own, pos);
+        tb->visible = join_tokens (pos, n, tokens);
+        for (i = 0; i < rk->gpu_count; i++)
+            off += (size_t) snprintf (buses + off, sizeof (buses) - off, "%s%s", i ? "," : "",
+                                      t->gpu[index[plan->order[rk->gpu_first + i]]].busid);
+        tb->gpus = strdup (buses);
+        if (tb->visible == NULL || tb->gpus == NULL)
+            return -1;
+    }
+    if (hwloc_bitmap_list_asprintf (&tb->cpus, rk->cpuset) < 0
+        || hwloc_bitmap_list_asprintf (&tb->mems, rk->nodeset) < 0)
+        return -1;
+    tb->ncpus = hwloc_bitmap_weight (rk->cpuset);
+    if (rk->nic >= 0)
+        snprintf (tb->nic, sizeof (tb->nic), "%s", t->nic[rk->nic].name);
+    /* Bind only to CPUs this slurmstepd may use: an XML from another
+     * machine gives a plan that is exported, not applied. */
+    if (hwloc_bitmap_isincluded (rk->cpuset, here)) {
+        tb->masksize = CPU_ALLOC_SIZE (hwloc_bitmap_last (rk->cpuset) + 1);
+        tb->mask = CPU_ALLOC (hwloc_bitmap_last (rk->cpuset) + 1);
+        if (tb->mask == NULL)
+            return -1;
+        hwloc_cpuset_to_glibc_sched_affinity (t->topo, rk->cpuset, tb->mask, tb->masksize);
+    }
+    return 0;
+}
+
+void dist_train_bind_plan (spank_t sp)
+{
+    struct dist_topo t;
+    struct dist_bind_plan plan;
+    char tokens[DIST_GPUS_MAX][64], err[DIST_ERR_MAX];
+    int index[DIST_GPUS_MAX], ngpus, r;
+    uint32_t ntasks;
+    hwloc_bitmap_t allowed = NULL, here = NULL;
+
+    memset (&node, 0, sizeof (node));
+    if (dist_config_bind (&dist_train.cfg) == DIST_BIND_NONE)
+        return;
+    if (spank_get_item (sp, S_JOB_LOCAL_TASK_COUNT, &ntasks) != ESPANK_SUCCESS || ntasks == 0)
+        return;
+    if (dist_topo_load (&t, dist_train.cfg.topology, err, sizeof (err)) < 0) {
+        warn ("%.200s: not bound", err);
+        return;
+    }
+    allowed = hwloc_bitmap_alloc ();
+    here = hwloc_bitmap_alloc ();
+    if (allowed == NULL || here == NULL || step_cpus (sp, &t, allowed, here) < 0)
+        goto out;
+    ngpus = step_gpus (sp, index, tokens);
+    if (ngpus < 0)
+        ngpus = 0;
+    if (dist_bind_plan (&t, allowed, index, ngpus, (int) ntasks, &plan, err, sizeof (err)) < 0) {
+        warn ("%.200s: not bound", err);
+        goto out;
+    }
+    node.task = calloc (ntasks, sizeof (*node.task));
+    if (node.task != NULL) {
+        node.ntasks = (int) ntasks;
+        for (r = 0; r < (int) ntasks; r++)
+            if (fill_task (&t, &plan, index, tokens, here, r, &node.task[r]) < 0) {
+                warn ("%s", "out of memory: not bound");
+                node.ntasks = 0;
+                break;
+            }
+    }
+    if (plan.cpus_shared)
+        warn ("%s", "more ranks than CPUs: some ranks share CPUs");
+    dist_bind_plan_free (&plan);
+out:
+    hwloc_bitmap_free (allowed);
+    hwloc_bitmap_free (here);
+    dist_topo_destroy (&t);
+}
+
+static bool user_bound_cpus (spank_t sp)
+{
+    char v[256];
+    return spank_getenv (sp, "SLURM_CPU_BIND", v, sizeof (v)) == ESPANK_SUCCESS;
+}
+
+static bool user_bound_gpus (spank_t sp)
+{
+    char v[256];
+    return (spank_getenv (sp, "SLURMD_TRES_BIND", v, sizeof (v)) == ESPANK_SUCCESS
+            && strstr (v, "gpu") != NULL)
+           || spank_getenv (sp, "SLURM_GPUS_PER_TASK", v, sizeof (v)) == ESPANK_SUCCESS;
+}
+
+static void report (spank_t sp, int local_rank, bool cpus_theirs, bool gpus_theirs)
+{
+    char host[64] = "?";
+    int r;
+
+    (void) local_rank;
+    (void) spank_getenv (sp, "SLURMD_NODENAME", host, sizeof (host));
+    if (gpus_theirs)
+        slurm_spank_log ("%s: %s: --gpu-bind/--gpus-per-task given: GPUs left as Slurm bound them",
+                         PLUGIN_NAME, host);
+    if (cpus_theirs)
+        slurm_spank_log ("%s: %s: --cpu-bind given: CPUs left as Slurm bound them",
+                         PLUGIN_NAME, host);
+    slurm_spank_log ("%s: %s:   LOCAL_RANK  RANK  GPUS  CPUS  MEMS  NIC", PLUGIN_NAME, host);
+    for (r = 0; r < node.ntasks && r < 64; r++) {
+        const struct task_binding *tb = &node.task[r];
+        uint32_t rank = 0;
+        (void) spank_get_item (sp, S_JOB_LOCAL_TO_GLOBAL_ID, (uint32_t) r, &rank);
+        slurm_spank_log ("%s: %s:   %-11d %-5lu %s  %s  %s  %s%s", PLUGIN_NAME, host, r,
+                         (unsigned long) rank, tb->gpus ? tb->gpus : "-", tb->cpus,
+                         tb->mems, tb->nic[0] ? tb->nic : "-",
+                         tb->mask == NULL ? "  (not this machine: not applied)" : "");
+    }
+}
+
+void dist_train_bind_task (spank_t sp, int local_rank, uint32_t *omp_threads)
+{
+    enum dist_bind mode = dist_config_bind (&dist_train.cfg);
+    bool cpus_theirs = user_bound_cpus (sp), gpus_theirs = user_bound_gpus (sp);
+    struct task_binding *tb;
+
+    if (local_rank == 0 && node.warning[0] != '\0') {
+        char host[64] = "?";
+        (void) spank_getenv (sp, "SLURMD_NODENAME", host, sizeof (host));
+        slurm_spank_log ("%s: warning: %s: %s", PLUGIN_NAME, host, node.warning);
+    }
+    if (local_rank < 0 || local_rank >= node.ntasks)
+        return;
+    if (dist_train.cfg.verbose && local_rank == 0)
+        report (sp, local_rank, cpus_theirs, gpus_theirs);
+    tb = &node.task[local_rank];
+
+    if (tb->visible != NULL && !gpus_theirs && mode != DIST_BIND_CPU) {
+        spank_setenv (sp, "CUDA_VISIBLE_DEVICES", tb->visible, 1);
+        spank_setenv (sp, "CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1);
+        spank_setenv (sp, "DIST_TRAIN_GPUS", tb->gpus, 1);
+    }
+    if (!cpus_theirs && mode != DIST_BIND_GPU) {
+        if (tb->mask != NULL && sched_setaffinity (0, tb->masksize, tb->mask) < 0)
+            slurm_spank_log ("%s: warning: cannot bind local rank %d to CPUs %s: %m",
+                             PLUGIN_NAME, local_rank, tb->cpus);
+        spank_setenv (sp, "DIST_TRAIN_CPUS", tb->cpus, 1);
+        spank_setenv (sp, "DIST_TRAIN_MEMS", tb->mems, 1);
+        if (tb->ncpus > 0)
+            *omp_threads = (uint32_t) tb->ncpus;
+    }
+    if (tb->nic[0] != '\0') {
+        spank_setenv (sp, "DIST_TRAIN_NIC", tb->nic, 1);
+        if (dist_train.cfg.nic_auto) {
+            char value[DIST_NICNAME_MAX + 2];
+            snprintf (value, sizeof (value), "=%s", tb->nic);
+            spank_setenv (sp, "NCCL_IB_HCA", value, 0);
+            snprintf (value, sizeof (value), "%s:1", tb->nic);
+            spank_setenv (sp, "UCX_NET_DEVICES", value, 0);
+        }
+    }
+}

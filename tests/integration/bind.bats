@@ -1,0 +1,201 @@
+#!/usr/bin/env bats
+# bind.bats - GPU, CPU and NIC binding on the test cluster: 2 nodes of this
+# machine's 2 CPUs, 4 placeholder GPUs each (gres), and the topology
+# tests/topologies/minicluster-4gpu.xml: PU 0 on NUMA 0 with GPUs 0000:1b and
+# 0000:3d, PU 1 on NUMA 1 with GPUs 0000:89 and 0000:b2 and the NIC mlx5_0.
+# The affinity each task reports comes from /proc/self/status.
+
+load helpers/common
+
+BIND_ENV="$TOP/tests/integration/helpers/bind-env"
+XML="$TOP/tests/topologies/minicluster-4gpu.xml"
+# Slurm's global GPU index (PCI order) -> bus id
+BUS=(0000:1b:00.0 0000:3d:00.0 0000:89:00.0 0000:b2:00.0)
+
+# Point plugstack.conf at the plugin with these arguments.
+plugstack() {
+    printf 'required %s %s\n' "$PLUGIN_SO" "$*" > "$BATS_FILE_TMPDIR/plugstack.conf"
+    "$MINICLUSTER" start --nodes 2 --cpus 2 --gpus 4 \
+        --plugstack "$BATS_FILE_TMPDIR/plugstack.conf" >/dev/null 2>&1
+}
+
+setup_file() {
+    [[ -f $PLUGIN_SO ]] || { echo "build first: $PLUGIN_SO is missing" >&2; return 1; }
+    "$MINICLUSTER" stop >/dev/null 2>&1 || true
+    printf 'required %s topology=%s\n' "$PLUGIN_SO" "$XML" > "$BATS_FILE_TMPDIR/plugstack.conf"
+    "$MINICLUSTER" start --nodes 2 --cpus 2 --gpus 4 \
+        --plugstack "$BATS_FILE_TMPDIR/plugstack.conf" >&2
+}
+
+teardown_file() {
+    cluster_stop
+}
+
+setup() {
+    cd "$TOP"
+    eval "$("$MINICLUSTER" env)"
+    plugstack "topology=$XML"
+}
+
+# Run bind-env in a step; lines sorted by rank in $lines, srun's stderr in $err.
+bind_step() {
+    run_bind_env srun "$@"
+}
+
+# The same inside an allocation: bind_alloc SALLOC_ARGS... -- SRUN_ARGS...
+# (Slurm 22.05 refuses srun -O with --gres outside one).
+bind_alloc() {
+    local alloc=()
+    while [[ $1 != -- ]]; do alloc+=("$1") && shift; done
+    shift
+    run_bind_env salloc "${alloc[@]}" srun "$@"
+}
+
+run_bind_env() {
+    local out
+    out=$(timeout 60 "$@" "$BIND_ENV" 2>"$BATS_TEST_TMPDIR/err") || {
+        cat "$BATS_TEST_TMPDIR/err" >&2
+        echo "srun $* failed" >&2
+        return 1
+    }
+    err=$(cat "$BATS_TEST_TMPDIR/err")
+    mapfile -t lines < <(sort -t= -k2 -n <<<"$out")
+    printf '%s\n' "${lines[@]}"
+}
+
+# The bus id of the GPU at position $2 of CUDA_VISIBLE_DEVICES $1.
+visible_bus() {
+    local -a tok
+    IFS=, read -r -a tok <<<"$1"
+    echo "${BUS[${tok[$2]}]}"
+}
+
+@test "-N2 -n4, 4 GPUs per node: each rank gets the GPUs of one NUMA node and its CPU" {
+    bind_step --dist-train -N2 -n4 --gres=gpu:4
+    [ "${#lines[@]}" -eq 4 ]
+    local line lr
+    for line in "${lines[@]}"; do
+        lr=$(field "$line" LOCAL_RANK)
+        if [[ $lr == 0 ]]; then
+            [[ $(field "$line" GPUS) == "${BUS[0]},${BUS[1]}" ]]
+            [[ $(field "$line" CPUS) == 0 && $(field "$line" MEMS) == 0 ]]
+        else
+            [[ $(field "$line" GPUS) == "${BUS[2]},${BUS[3]}" ]]
+            [[ $(field "$line" CPUS) == 1 && $(field "$line" MEMS) == 1 ]]
+        fi
+        # cudaSetDevice(LOCAL_RANK) lands on the rank's first GPU, all 4 stay visible
+        [[ $(visible_bus "$(field "$line" CVD)" "$lr") == "$(field "$line" GPUS | cut -d, -f1)" ]]
+        [[ $(tr ',' '\n' <<<"$(field "$line" CVD)" | sort -n | paste -sd,) == 0,1,2,3 ]]
+        [[ $(field "$line" ORDER) == PCI_BUS_ID ]]
+        # the kernel agrees with the plan
+        [[ $(field "$line" AFFINITY) == "$(field "$line" CPUS)" ]]
+        [[ $(field "$line" OMP) == 1 ]]
+        [[ $(field "$line" NIC) == mlx5_0 ]]
+        # nic=auto is off by default
+        [[ $(field "$line" IB_HCA) == unset && $(field "$line" UCX) == unset ]]
+    done
+}
+
+@test "tasks = GPUs: one GPU each, neighbours share their NUMA node's only CPU, and a warning says so" {
+    bind_alloc -N1 --exclusive --gres=gpu:4 -- --dist-train -n4 -O
+    local r
+    for r in 0 1 2 3; do
+        [[ $(field "${lines[r]}" GPUS) == "${BUS[r]}" ]]
+        [[ $(visible_bus "$(field "${lines[r]}" CVD)" "$r") == "${BUS[r]}" ]]
+        [[ $(field "${lines[r]}" AFFINITY) == $((r / 2)) ]]
+    done
+    [[ $err == *"more ranks than CPUs"* ]]
+}
+
+@test "a GPU subset: a second job gets GPUs 2,3 and the CPU beside them" {
+    local holder
+    holder=$(sbatch --parsable -o /dev/null -N1 -w node1 -n1 --gres=gpu:2 --wrap 'sleep 120')
+    # wait until the first job runs
+    for _ in $(seq 50); do
+        [[ $(squeue -h -j "$holder" -o %T) == RUNNING ]] && break
+        sleep 0.2
+    done
+    bind_step --dist-train -N1 -w node1 -n1 --gres=gpu:2
+    scancel "$holder"
+    [[ $(field "${lines[0]}" CVD) == 2,3 ]]
+    [[ $(field "${lines[0]}" GPUS) == "${BUS[2]},${BUS[3]}" ]]
+    [[ $(field "${lines[0]}" AFFINITY) == 1 ]]
+}
+
+@test "no GPUs: ranks spread over the NUMA nodes in rank order, CUDA untouched" {
+    bind_step --dist-train -N1 -n2
+    [[ $(field "${lines[0]}" AFFINITY) == 0 && $(field "${lines[1]}" AFFINITY) == 1 ]]
+    [[ $(field "${lines[0]}" CVD) == unset && $(field "${lines[0]}" GPUS) == unset ]]
+    [[ $(field "${lines[1]}" MEMS) == 1 ]]
+}
+
+@test "without --dist-train nothing is bound" {
+    bind_step -N1 -n2 --gres=gpu:4
+    [[ $(field "${lines[0]}" CVD) == 0,1,2,3 && $(field "${lines[1]}" CVD) == 0,1,2,3 ]]
+    [[ $(field "${lines[0]}" AFFINITY) == 0-1 && $(field "${lines[1]}" AFFINITY) == 0-1 ]]
+    [[ $(field "${lines[0]}" GPUS) == unset && $(field "${lines[0]}" ORDER) == unset ]]
+}
+
+@test "bind=gpu orders GPUs only; bind=cpu binds CPUs only; bind=none neither" {
+    bind_step --dist-train=bind=gpu -N1 -n2 --gres=gpu:4
+    [[ $(field "${lines[1]}" CVD) != 0,1,2,3 && $(field "${lines[1]}" AFFINITY) == 0-1 ]]
+    bind_step --dist-train=bind=cpu -N1 -n2 --gres=gpu:4
+    [[ $(field "${lines[1]}" CVD) == 0,1,2,3 && $(field "${lines[1]}" AFFINITY) == 1 ]]
+    bind_step --dist-train=torch,bind=none -N1 -n2 --gres=gpu:4
+    [[ $(field "${lines[1]}" CVD) == 0,1,2,3 && $(field "${lines[1]}" AFFINITY) == 0-1 ]]
+    [[ $(field "${lines[1]}" CPUS) == unset && $(field "${lines[1]}" RANK) == 1 ]]
+}
+
+@test "visible=own: only the rank's own GPUs are visible" {
+    bind_step --dist-train=visible=own -N1 -n2 --gres=gpu:4
+    [[ $(field "${lines[0]}" CVD) == 0,1 && $(field "${lines[1]}" CVD) == 2,3 ]]
+}
+
+@test "the site's bind=none turns binding off, even when the user asks" {
+    plugstack "topology=$XML" bind=none
+    bind_step --dist-train=bind=auto -N1 -n2 --gres=gpu:4
+    [[ $(field "${lines[1]}" CVD) == 0,1,2,3 && $(field "${lines[1]}" AFFINITY) == 0-1 ]]
+    [[ $(field "${lines[1]}" MASTER_ADDR) != unset ]]
+}
+
+@test "nic=auto exports the nearest NIC for NCCL and UCX, keeping the user's" {
+    plugstack "topology=$XML" nic=auto
+    bind_step --dist-train -N1 -n2 --gres=gpu:4
+    [[ $(field "${lines[1]}" IB_HCA) == =mlx5_0 && $(field "${lines[1]}" UCX) == mlx5_0:1 ]]
+    NCCL_IB_HCA=mlx5_9 bind_step --dist-train -N1 -n1 --gres=gpu:4
+    [[ $(field "${lines[0]}" IB_HCA) == mlx5_9 ]]
+}
+
+@test "the user's --gpus-per-task and --cpu-bind are respected, and verbose says so" {
+    bind_step --dist-train=verbose -N1 -n2 --gpus-per-task=1 --cpu-bind=none
+    [[ $(field "${lines[0]}" CVD) == 0 && $(field "${lines[1]}" CVD) == 1 ]]
+    [[ $(field "${lines[1]}" AFFINITY) == 0-1 ]]
+    [[ $err == *"GPUs left as Slurm bound them"* ]]
+    [[ $err == *"CPUs left as Slurm bound them"* ]]
+}
+
+@test "verbose: each node's binding table" {
+    bind_step --dist-train=verbose -N2 -n4 --gres=gpu:4
+    echo "$err"
+    [[ $(grep -c 'dist-train: node[12]:   LOCAL_RANK  RANK  GPUS' <<<"$err") -eq 2 ]]
+    grep -q "dist-train: node2:   1 *3 *${BUS[2]},${BUS[3]}  1  1  mlx5_0" <<<"$err"
+}
+
+@test "a broken topology file: the step runs with the environment only, and a warning says why" {
+    head -c 300 "$XML" > "$BATS_FILE_TMPDIR/broken.xml"
+    plugstack "topology=$BATS_FILE_TMPDIR/broken.xml"
+    bind_step --dist-train -N1 -n2 --gres=gpu:4
+    [[ $(field "${lines[1]}" RANK) == 1 && $(field "${lines[1]}" MASTER_ADDR) != unset ]]
+    [[ $(field "${lines[1]}" CVD) == 0,1,2,3 && $(field "${lines[1]}" CPUS) == unset ]]
+    [[ $err == *"warning: node1"*"broken.xml"* ]]
+    [[ $(grep -c warning <<<"$err") -eq 1 ]]
+}
+
+@test "GPUs that Slurm lists but the topology lacks: environment only, with a warning" {
+    # this machine's own topology: no GPUs at all
+    plugstack
+    bind_step --dist-train -N1 -n2 --gres=gpu:2
+    [[ $(field "${lines[1]}" RANK) == 1 && $(field "${lines[1]}" CVD) == 0,1 ]]
+    [[ $(field "${lines[1]}" AFFINITY) == 0-1 ]]
+    [[ $err == *"Slurm gave the step GPU 0 but the topology has 0 NVIDIA GPUs"* ]]
+}
