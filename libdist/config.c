@@ -7,7 +7,7 @@
 #include "config.h"
 
 #define SPEC_MAX 1024 /* longer than any valid SPEC; bounds hostile input */
-#define ARG_KEYS "port_range, ifname, bind, visible, nic, topology"
+#define ARG_KEYS "port_range, ifname, bind, visible, nic, topology, fail_fast"
 
 const char dist_spec_help[] =
     "--dist-train[=SPEC], SPEC a comma list of:\n"
@@ -25,6 +25,9 @@ const char dist_spec_help[] =
     "           CUDA_VISIBLE_DEVICES lists every GPU of the step with the\n"
     "           rank's own at index LOCAL_RANK (all, the default), or only\n"
     "           the rank's own GPUs (own)\n"
+    "  fail_fast=on|off\n"
+    "           when a task fails, stop every task of the step at once (on,\n"
+    "           the default), or let the others run (off)\n"
     "  help     print this text\n"
     "The environment variable DIST_TRAIN=SPEC is used when the flag is not given.";
 
@@ -35,6 +38,26 @@ void dist_config_init (struct dist_config *cfg)
     cfg->port_lo = DIST_PORT_LO_DEFAULT;
     cfg->port_hi = DIST_PORT_HI_DEFAULT;
     cfg->bind_site = DIST_BIND_AUTO;
+    cfg->fail_fast_site = true;
+    cfg->fail_fast_user = -1;
+}
+
+bool dist_config_fail_fast (const struct dist_config *cfg)
+{
+    if (!cfg->fail_fast_site || cfg->fail_fast_user < 0)
+        return cfg->fail_fast_site;
+    return cfg->fail_fast_user == 1;
+}
+
+static int parse_on_off (const char *val, bool *on)
+{
+    if (strcmp (val, "on") == 0)
+        *on = true;
+    else if (strcmp (val, "off") == 0)
+        *on = false;
+    else
+        return -1;
+    return 0;
 }
 
 enum dist_bind dist_config_bind (const struct dist_config *cfg)
@@ -86,9 +109,18 @@ static int parse_spec_setting (struct dist_config *cfg, const char *tok,
         snprintf (err, errsz, "--dist-train: '%.64s': visible= takes all or own", tok);
         return -1;
     }
+    if (strncmp (tok, "fail_fast=", 10) == 0) {
+        bool on;
+        if (parse_on_off (tok + 10, &on) == 0) {
+            cfg->fail_fast_user = on;
+            return 0;
+        }
+        snprintf (err, errsz, "--dist-train: '%.64s': fail_fast= takes on or off", tok);
+        return -1;
+    }
     snprintf (err, errsz,
               "--dist-train: unknown SPEC setting '%.64s'; valid: bind=auto|gpu|cpu|none, "
-              "visible=all|own", tok);
+              "visible=all|own, fail_fast=on|off", tok);
     return -1;
 }
 
@@ -238,6 +270,12 @@ int dist_config_parse_arg (struct dist_config *cfg, const char *arg,
         if (parse_visible (eq + 1, &cfg->visible_own) == 0)
             return 0;
         snprintf (err, errsz, "visible=%.32s: expected all or own", eq + 1);
+        return -1;
+    }
+    if (klen == strlen ("fail_fast") && strncmp (arg, "fail_fast", klen) == 0) {
+        if (parse_on_off (eq + 1, &cfg->fail_fast_site) == 0)
+            return 0;
+        snprintf (err, errsz, "fail_fast=%.32s: expected on or off", eq + 1);
         return -1;
     }
     if (klen == strlen ("nic") && strncmp (arg, "nic", klen) == 0) {

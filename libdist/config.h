@@ -49,7 +49,13 @@ struct dist_config {
     bool visible_own;                /* CUDA_VISIBLE_DEVICES: only the rank's own GPUs */
     bool nic_auto;                   /* export NCCL_IB_HCA/UCX_NET_DEVICES (plugstack nic=auto) */
     char topology[DIST_PATH_MAX];    /* plugstack topology=FILE, "" = hwloc's sources */
+    bool fail_fast_site;             /* plugstack fail_fast=, on by default */
+    int fail_fast_user;              /* SPEC fail_fast=: -1 not given, 0 off, 1 on */
 };
+
+/* Whether one failed task stops the whole step: the site's "off" cannot be
+ * overridden; else the user's choice, else on. */
+bool dist_config_fail_fast (const struct dist_config *cfg);
 
 /* The binding that applies: the site's "none" cannot be overridden; else
  * the user's choice, else the site's. */

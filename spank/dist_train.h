@@ -54,6 +54,9 @@ int dist_train_remote_task_init (spank_t sp);
 void dist_train_bind_plan (spank_t sp);
 void dist_train_bind_task (spank_t sp, int local_rank, uint32_t *omp_threads);
 
+/* failfast.c: one failed task stops the step on every node */
+int dist_train_remote_task_exit (spank_t sp);
+
 /* network.c */
 int dist_train_resolve_master (spank_t sp, const char *node, bool here,
                                char *addr, size_t addrsz, char *err, size_t errsz);

@@ -64,3 +64,10 @@ int slurm_spank_task_init (spank_t sp, int ac, char **av)
         return 0;
     return dist_train_remote_task_init (sp);
 }
+
+int slurm_spank_task_exit (spank_t sp, int ac, char **av)
+{
+    if (spank_context () != S_CTX_REMOTE)
+        return 0;
+    return dist_train_remote_task_exit (sp);
+}

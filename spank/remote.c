@@ -156,6 +156,21 @@ static int find_rank0_node (spank_t sp, uint32_t node_rank, char **rank0, bool *
     return 0;
 }
 
+/* scripts/dist-train-restart counts its attempts (on top of the job's
+ * requeues) in DIST_TRAIN_RESTART_COUNT; torchrun's restart count follows. */
+static void restart_count_from_launcher (spank_t sp, uint32_t *count)
+{
+    char value[16], *end;
+    unsigned long n;
+
+    if (spank_getenv (sp, "DIST_TRAIN_RESTART_COUNT", value, sizeof (value)) != ESPANK_SUCCESS
+        || value[0] < '0' || value[0] > '9')
+        return;
+    n = strtoul (value, &end, 10);
+    if (*end == '\0' && n <= 1000000)
+        *count = (uint32_t) n;
+}
+
 static int collect_step (spank_t sp, struct dist_step *step)
 {
     char err[DIST_ERR_MAX];
@@ -176,6 +191,7 @@ static int collect_step (spank_t sp, struct dist_step *step)
     if (spank_get_item (sp, S_SLURM_RESTART_COUNT, &step->restart_count)
         != ESPANK_SUCCESS)
         step->restart_count = 0;
+    restart_count_from_launcher (sp, &step->restart_count);
 
     /* A MASTER_ADDR the user set is kept: it only guides the interface. */
     if (spank_getenv (sp, "MASTER_ADDR", user_addr, sizeof (user_addr)) == ESPANK_SUCCESS

@@ -202,6 +202,29 @@ static void test_bind_bad_values_named (void **state)
     assert_non_null (strstr (err, "absolute path"));
 }
 
+static void test_fail_fast (void **state)
+{
+    struct dist_config cfg;
+    char err[DIST_ERR_MAX];
+
+    dist_config_init (&cfg);
+    assert_true (dist_config_fail_fast (&cfg));
+    assert_int_equal (dist_config_parse_spec (&cfg, "fail_fast=off", err, sizeof (err)), 0);
+    assert_false (dist_config_fail_fast (&cfg));
+    assert_int_equal (dist_config_parse_spec (&cfg, "jax,fail_fast=on", err, sizeof (err)), 0);
+    assert_true (dist_config_fail_fast (&cfg));
+    assert_int_equal (dist_config_parse_spec (&cfg, "fail_fast=yes", err, sizeof (err)), -1);
+    assert_non_null (strstr (err, "fail_fast=yes"));
+
+    /* the site's off wins */
+    dist_config_init (&cfg);
+    assert_int_equal (dist_config_parse_arg (&cfg, "fail_fast=off", err, sizeof (err)), 0);
+    assert_int_equal (dist_config_parse_spec (&cfg, "fail_fast=on", err, sizeof (err)), 0);
+    assert_false (dist_config_fail_fast (&cfg));
+    assert_int_equal (dist_config_parse_arg (&cfg, "fail_fast=1", err, sizeof (err)), -1);
+    assert_non_null (strstr (err, "on or off"));
+}
+
 static void test_arg_nic_and_topology (void **state)
 {
     struct dist_config cfg;
@@ -241,6 +264,7 @@ int main (void)
         cmocka_unit_test (test_bind_spec_and_site),
         cmocka_unit_test (test_bind_bad_values_named),
         cmocka_unit_test (test_arg_nic_and_topology),
+        cmocka_unit_test (test_fail_fast),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }
