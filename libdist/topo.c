@@ -1,5 +1,5 @@
 /* topo.c - load a node's topology and find its GPUs and RDMA NICs. */
-#include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,6 +118,48 @@ void dist_topo_destroy (struct dist_topo *t)
     memset (t, 0, sizeof (*t));
 }
 
+#define CORE_ID_MAX 65535
+
+static int parse_core_id (const char **p, long *v)
+{
+    char *end;
+
+    if (**p < '0' || **p > '9')
+        return -1;
+    errno = 0;
+    *v = strtol (*p, &end, 10);
+    if (errno != 0 || *v > CORE_ID_MAX)
+        return -1;
+    *p = end;
+    return 0;
+}
+
+/* Slurm's "0-3,8", strictly: hwloc_bitmap_list_sscanf takes "-5" for an
+ * endless loop, wraps 4294967296 to 0 and takes "1-0" for nothing. */
+static int parse_core_list (const char *list, hwloc_bitmap_t ids)
+{
+    const char *p = list;
+
+    if (list == NULL || *list == '\0')
+        return -1;
+    for (;;) {
+        long lo, hi;
+        if (parse_core_id (&p, &lo) < 0)
+            return -1;
+        hi = lo;
+        if (*p == '-') {
+            p++;
+            if (parse_core_id (&p, &hi) < 0 || hi < lo)
+                return -1;
+        }
+        hwloc_bitmap_set_range (ids, (unsigned) lo, (int) hi);
+        if (*p == '\0')
+            return 0;
+        if (*p++ != ',')
+            return -1;
+    }
+}
+
 int dist_topo_cores_cpuset (const struct dist_topo *t, const char *cores,
                             hwloc_bitmap_t out, char *err, size_t errsz)
 {
@@ -127,11 +169,11 @@ int dist_topo_cores_cpuset (const struct dist_topo *t, const char *cores,
     int id, missing = 0;
 
     hwloc_bitmap_zero (out);
-    if (ids == NULL)
+    if (ids == NULL) {
+        snprintf (err, errsz, "out of memory reading Slurm's core list");
         return -1;
-    if (cores == NULL || cores[0] == '\0' || strspn (cores, "0123456789,-") != strlen (cores)
-        || hwloc_bitmap_list_sscanf (ids, cores) < 0 || hwloc_bitmap_weight (ids) < 0
-        || hwloc_bitmap_last (ids) > 65535) {
+    }
+    if (parse_core_list (cores, ids) < 0) {
         snprintf (err, errsz, "Slurm's core list '%.64s' does not parse", cores ? cores : "");
         hwloc_bitmap_free (ids);
         return -1;
