@@ -151,84 +151,142 @@ static bool split_pool (const struct dist_topo *t, hwloc_const_cpuset_t pool,
     return npus < n;
 }
 
-/* Place the ranks whose entry in todo[] is set, taking CPUs from pool when
- * it has one for each of them; clears todo[] and grows used. */
-static bool place_if_room (const struct dist_topo *t, hwloc_const_cpuset_t pool,
-                           bool *todo, const bool *member, struct dist_bind_plan *plan,
-                           hwloc_bitmap_t used, int *scratch)
-{
-    int n = 0, r;
+/* A pool of the step's CPUs and the ranks that divide it. */
+struct cpu_group {
+    hwloc_bitmap_t pool;
+    int n;
+};
 
-    for (r = 0; r < plan->ntasks; r++)
-        if (todo[r] && member[r])
-            scratch[n++] = r;
-    if (n == 0 || hwloc_bitmap_weight (pool) < n)
-        return false;
-    split_pool (t, pool, scratch, n, plan);
-    for (r = 0; r < n; r++)
-        todo[scratch[r]] = false;
-    hwloc_bitmap_or (used, used, pool);
-    return true;
+static int new_group (struct cpu_group *group, int *ngroups, hwloc_const_cpuset_t pool)
+{
+    group[*ngroups].pool = hwloc_bitmap_dup (pool);
+    group[*ngroups].n = 0;
+    return group[*ngroups].pool != NULL ? (*ngroups)++ : -1;
 }
 
+/* Where a homeless rank takes a CPU when the step has one for every rank
+ * but not where its GPU is: from the group with the most to spare, near
+ * its locality first, then its package, then anywhere. */
+static int group_with_room (const struct cpu_group *group, int ngroups,
+                            const struct locality *where)
+{
+    int best = -1, best_near = -1, best_spare = 0, i;
+
+    for (i = 0; i < ngroups; i++) {
+        int spare = hwloc_bitmap_weight (group[i].pool) - group[i].n;
+        int near = hwloc_bitmap_intersects (group[i].pool, where->loc->cpuset)   ? 2
+                   : hwloc_bitmap_intersects (group[i].pool, where->pkg->cpuset) ? 1
+                                                                                 : 0;
+        if (spare < 1)
+            continue;
+        if (near > best_near || (near == best_near && spare > best_spare)) {
+            best = i;
+            best_near = near;
+            best_spare = spare;
+        }
+    }
+    return best;
+}
+
+/* Decide which pool each rank takes its CPUs from, then divide each pool
+ * among its ranks.  A pool is given whole to the ranks placed in it, so
+ * ranks that find no room near their GPU are fitted afterwards into what
+ * the others can spare: they share CPUs only when the step has fewer CPUs
+ * than ranks. */
 static int assign_cpus (const struct dist_topo *t, hwloc_const_cpuset_t allowed,
                         const struct locality *where, struct dist_bind_plan *plan)
 {
-    int T = plan->ntasks, r, s;
-    bool *todo = calloc ((size_t) T, sizeof (bool));
-    bool *member = calloc ((size_t) T, sizeof (bool));
+    int T = plan->ntasks, r, s, i, ngroups = 0, homeless = 0;
+    int *group_of = calloc ((size_t) T, sizeof (int));
     int *scratch = calloc ((size_t) T, sizeof (int));
+    struct cpu_group *group = calloc ((size_t) T + 1, sizeof (*group));
     hwloc_bitmap_t used = hwloc_bitmap_alloc (), pool = hwloc_bitmap_alloc ();
     int rv = -1;
 
-    if (todo == NULL || member == NULL || scratch == NULL || used == NULL || pool == NULL)
+    if (group_of == NULL || scratch == NULL || group == NULL || used == NULL || pool == NULL)
         goto out;
     for (r = 0; r < T; r++)
-        todo[r] = true;
+        group_of[r] = -1;
 
-    /* 1. the NUMA locality, 2. the package: in the order ranks name them */
+    /* 1. the NUMA locality, 2. the package: in the order ranks name them,
+     * all the ranks of one place or none of them */
     for (int level = 0; level < 2; level++) {
         for (s = 0; s < T; s++) {
             hwloc_obj_t obj = level == 0 ? where[s].loc : where[s].pkg;
-            if (!todo[s])
+            int n = 0, g;
+            if (group_of[s] >= 0)
                 continue;
             for (r = 0; r < T; r++)
-                member[r] = (level == 0 ? where[r].loc : where[r].pkg) == obj;
+                if (group_of[r] < 0 && (level == 0 ? where[r].loc : where[r].pkg) == obj)
+                    n++;
             hwloc_bitmap_and (pool, allowed, obj->cpuset);
             hwloc_bitmap_andnot (pool, pool, used);
-            place_if_room (t, pool, todo, member, plan, used, scratch);
+            if (hwloc_bitmap_weight (pool) < n || (g = new_group (group, &ngroups, pool)) < 0)
+                continue;
+            for (r = 0; r < T; r++)
+                if (group_of[r] < 0 && (level == 0 ? where[r].loc : where[r].pkg) == obj) {
+                    group_of[r] = g;
+                    group[g].n++;
+                }
+            hwloc_bitmap_or (used, used, pool);
         }
     }
-    /* 3. whatever the step has left, for all the rest together */
     for (r = 0; r < T; r++)
-        member[r] = true;
-    hwloc_bitmap_andnot (pool, allowed, used);
-    place_if_room (t, pool, todo, member, plan, used, scratch);
+        if (group_of[r] < 0)
+            homeless++;
 
-    /* 4. more ranks than CPUs: share, as near as the step allows */
+    /* 3. the rest take what the step has left, and what the others spare */
+    hwloc_bitmap_andnot (pool, allowed, used);
+    if (homeless > 0 && hwloc_bitmap_weight (allowed) >= T) {
+        if (!hwloc_bitmap_iszero (pool) && new_group (group, &ngroups, pool) < 0)
+            goto out;
+        for (r = 0; r < T; r++) {
+            if (group_of[r] >= 0)
+                continue;
+            group_of[r] = group_with_room (group, ngroups, &where[r]);
+            group[group_of[r]].n++;
+        }
+    }
+
+    /* 4. more ranks than CPUs: share, as near as the step allows (with
+     * ranks placed before too, so the plan shares even when each of these
+     * pools has a CPU for each of its own ranks) */
     for (s = 0; s < T; s++) {
-        int n = 0;
-        if (!todo[s])
+        int g;
+        if (group_of[s] >= 0)
             continue;
-        for (r = 0; r < T; r++)
-            if (todo[r] && where[r].loc == where[s].loc)
-                scratch[n++] = r;
+        plan->cpus_shared = true;
         hwloc_bitmap_and (pool, allowed, where[s].loc->cpuset);
         if (hwloc_bitmap_iszero (pool))
             hwloc_bitmap_and (pool, allowed, where[s].pkg->cpuset);
         if (hwloc_bitmap_iszero (pool))
             hwloc_bitmap_copy (pool, allowed);
-        if (split_pool (t, pool, scratch, n, plan))
+        if ((g = new_group (group, &ngroups, pool)) < 0)
+            goto out;
+        for (r = s; r < T; r++)
+            if (group_of[r] < 0 && where[r].loc == where[s].loc) {
+                group_of[r] = g;
+                group[g].n++;
+            }
+    }
+
+    for (i = 0; i < ngroups; i++) {
+        int n = 0;
+        for (r = 0; r < T; r++)
+            if (group_of[r] == i)
+                scratch[n++] = r;
+        if (n > 0 && split_pool (t, group[i].pool, scratch, n, plan))
             plan->cpus_shared = true;
-        for (r = 0; r < n; r++)
-            todo[scratch[r]] = false;
     }
     for (r = 0; r < T; r++)
         hwloc_cpuset_to_nodeset (t->topo, plan->rank[r].cpuset, plan->rank[r].nodeset);
     rv = 0;
 out:
-    free (todo);
-    free (member);
+    if (group != NULL)
+        for (i = 0; i < ngroups; i++)
+            hwloc_bitmap_free (group[i].pool);
+    free (group);
+    free (group_of);
     free (scratch);
     hwloc_bitmap_free (used);
     hwloc_bitmap_free (pool);
