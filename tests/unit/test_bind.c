@@ -1,0 +1,920 @@
+/* test_bind.c - the binding planner on recorded hwloc XMLs of real GPU
+ * servers and on synthetic ones, checked against each machine's layout as
+ * tests/topologies/README.md records it (not against the planner's output).
+ * The XMLs are read from $TOPOLOGY_DIR (tests/topologies by default). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "libdist/bind.h"
+#include "libdist/topo.h"
+
+/* ---- the machines, as recorded (NUMA and PU numbers are OS indexes) -- */
+
+struct numa_fact {
+    unsigned os;
+    const char *pus;
+};
+
+struct dev_fact {
+    const char *name;     /* GPU: PCI bus id; NIC: OpenFabrics name */
+    unsigned numa;
+};
+
+struct machine {
+    const char *file;
+    int npus;
+    struct numa_fact numa[8];        /* in PU order */
+    int nnuma;
+    struct dev_fact gpu[16];         /* in PCI order */
+    int ngpus;
+    struct dev_fact nic[8];
+    int nnics;
+    const char *cores;               /* a partial allocation: Slurm's cores */
+    const char *cores_pus;           /* ... and the PUs they are */
+    const char *subset;              /* a GPU subset Slurm may give */
+};
+
+static const struct machine dgx2 = {
+    "nvidiaDGX2.xml", 4,
+    { { 0, "0-1" }, { 1, "24-25" } }, 2,
+    { { "0000:34:00.0", 0 }, { "0000:36:00.0", 0 }, { "0000:39:00.0", 0 },
+      { "0000:3b:00.0", 0 }, { "0000:57:00.0", 0 }, { "0000:59:00.0", 0 },
+      { "0000:5c:00.0", 0 }, { "0000:5e:00.0", 0 }, { "0000:b7:00.0", 1 },
+      { "0000:b9:00.0", 1 }, { "0000:bc:00.0", 1 }, { "0000:be:00.0", 1 },
+      { "0000:e0:00.0", 1 }, { "0000:e2:00.0", 1 }, { "0000:e5:00.0", 1 },
+      { "0000:e7:00.0", 1 } }, 16,
+    { { NULL, 0 } }, 0,
+    "2-3", "24-25", "1,3,9,11",
+};
+
+static const struct machine e5_3gpu = {
+    "32em64t-2n8c2t-pci-wholeio.xml", 32,
+    { { 0, "0-7,16-23" }, { 1, "8-15,24-31" } }, 2,
+    { { "0000:03:00.0", 0 }, { "0000:83:00.0", 1 }, { "0000:84:00.0", 1 } }, 3,
+    /* not NUMA 0 as SOURCES.md has it: the XML has two 0000:04:00.0, a SAS
+     * controller on package 0 and this ConnectX on package 1, and
+     * hwloc-calc pci=0000:04:00.0 finds the first one; os=mlx5_0 gives
+     * PUs 8-15,24-31 */
+    { { "mlx5_0", 1 } }, 1,
+    "0-3", "0-3,16-19", "1,2",
+};
+
+static const struct machine g4dn = {
+    "g4dnmetal.xml", 96,
+    { { 0, "0-23,48-71" }, { 1, "24-47,72-95" } }, 2,
+    { { "0000:18:00.0", 0 }, { "0000:19:00.0", 0 }, { "0000:35:00.0", 0 },
+      { "0000:36:00.0", 0 }, { "0000:e7:00.0", 1 }, { "0000:e8:00.0", 1 },
+      { "0000:f4:00.0", 1 }, { "0000:f5:00.0", 1 } }, 8,
+    { { "rdmap197s0", 1 } }, 1,
+    "0-23", "0-23,48-71", "1,3",
+};
+
+static const struct machine lassen = {
+    "coral-lassen.xml", 160,
+    { { 0, "8-87" }, { 8, "96-175" } }, 2,
+    { { "0004:04:00.0", 0 }, { "0004:05:00.0", 0 }, { "0035:03:00.0", 8 },
+      { "0035:04:00.0", 8 } }, 4,
+    { { "mlx5_0", 0 }, { "mlx5_1", 0 }, { "mlx5_2", 8 }, { "mlx5_3", 8 } }, 4,
+    "18-21", "80-87,96-103", "1,3",
+};
+
+static const struct machine pascal = {
+    "cts1-pascal.xml", 72,
+    { { 0, "0-17,36-53" }, { 1, "18-35,54-71" } }, 2,
+    { { "0000:04:00.0", 0 }, { "0000:07:00.0", 0 } }, 2,
+    { { "mlx5_0", 0 } }, 1,
+    "18-35", "18-35,54-71", "1",
+};
+
+static const struct machine dgxa100 = {
+    "dgxa100-like.xml", 256,
+    { { 0, "0-31" }, { 1, "32-63" }, { 2, "64-95" }, { 3, "96-127" },
+      { 4, "128-159" }, { 5, "160-191" }, { 6, "192-223" }, { 7, "224-255" } }, 8,
+    { { "0000:07:00.0", 3 }, { "0000:0f:00.0", 2 }, { "0000:47:00.0", 1 },
+      { "0000:4e:00.0", 0 }, { "0000:87:00.0", 7 }, { "0000:90:00.0", 6 },
+      { "0000:b7:00.0", 5 }, { "0000:bd:00.0", 4 } }, 8,
+    { { "mlx5_0", 3 }, { "mlx5_1", 2 }, { "mlx5_2", 1 }, { "mlx5_3", 0 },
+      { "mlx5_4", 7 }, { "mlx5_5", 6 }, { "mlx5_6", 5 }, { "mlx5_7", 4 } }, 8,
+    "0-3,64-67", "0-7,128-135", "1,3",
+};
+
+static const struct machine amd = {
+    "amd-like.xml", 64,
+    { { 0, "0-7" }, { 1, "8-15" }, { 2, "16-23" }, { 3, "24-31" },
+      { 4, "32-39" }, { 5, "40-47" }, { 6, "48-55" }, { 7, "56-63" } }, 8,
+    { { "0000:81:00.0", 5 }, { "0000:91:00.0", 7 }, { "0000:c1:00.0", 1 },
+      { "0000:d1:00.0", 3 } }, 4,
+    { { "mlx5_0", 1 }, { "mlx5_1", 3 }, { "mlx5_2", 5 }, { "mlx5_3", 7 } }, 4,
+    "8-15,40-47", "8-15,40-47", "1,3",
+};
+
+static const struct machine mini = {
+    "minicluster-4gpu.xml", 2,
+    { { 0, "0" }, { 1, "1" } }, 2,
+    { { "0000:1b:00.0", 0 }, { "0000:3d:00.0", 0 }, { "0000:89:00.0", 1 },
+      { "0000:b2:00.0", 1 } }, 4,
+    { { "mlx5_0", 1 } }, 1,
+    "1", "1", "1,3",
+};
+
+/* ---- helpers ---------------------------------------------------------- */
+
+static void topology_path (const char *file, char *buf, size_t size)
+{
+    const char *dir = getenv ("TOPOLOGY_DIR");
+    snprintf (buf, size, "%s/%s", dir != NULL && dir[0] != '\0' ? dir : "tests/topologies", file);
+}
+
+static void load (const struct machine *m, struct dist_topo *t)
+{
+    char path[1024], err[256] = "";
+    topology_path (m->file, path, sizeof (path));
+    if (dist_topo_load (t, path, err, sizeof (err)) < 0)
+        fail_msg ("%s: %s", path, err);
+}
+
+static hwloc_bitmap_t bitmap (const char *list)
+{
+    hwloc_bitmap_t b = hwloc_bitmap_alloc ();
+    assert_non_null (b);
+    assert_int_equal (hwloc_bitmap_list_sscanf (b, list), 0);
+    return b;
+}
+
+static const struct numa_fact *numa_fact (const struct machine *m, unsigned os)
+{
+    int i;
+    for (i = 0; i < m->nnuma; i++)
+        if (m->numa[i].os == os)
+            return &m->numa[i];
+    fail_msg ("%s: no NUMA node %u in the facts", m->file, os);
+    return NULL;
+}
+
+/* The recorded NUMA node of the topology's GPU i (PCI order). */
+static unsigned gpu_numa (const struct machine *m, const struct dist_topo *t, int i)
+{
+    int k;
+    for (k = 0; k < m->ngpus; k++)
+        if (strcmp (m->gpu[k].name, t->gpu[i].busid) == 0)
+            return m->gpu[k].numa;
+    fail_msg ("%s: GPU %s is not in the facts", m->file, t->gpu[i].busid);
+    return 0;
+}
+
+static int numa_rank (const struct machine *m, unsigned os)
+{
+    int i;
+    for (i = 0; i < m->nnuma; i++)
+        if (m->numa[i].os == os)
+            return i;
+    return -1;
+}
+
+/* The NUMA nodes, by the facts, that a cpuset touches. */
+static hwloc_bitmap_t facts_nodeset (const struct machine *m, hwloc_const_cpuset_t cpus)
+{
+    hwloc_bitmap_t ns = hwloc_bitmap_alloc ();
+    int i;
+    for (i = 0; i < m->nnuma; i++) {
+        hwloc_bitmap_t pus = bitmap (m->numa[i].pus);
+        if (hwloc_bitmap_intersects (pus, cpus))
+            hwloc_bitmap_set (ns, m->numa[i].os);
+        hwloc_bitmap_free (pus);
+    }
+    return ns;
+}
+
+static void plan_ok (const struct dist_topo *t, hwloc_const_cpuset_t allowed, const int *gpus,
+                     int ngpus, int ntasks, struct dist_bind_plan *plan)
+{
+    char err[256] = "";
+    if (dist_bind_plan (t, allowed, gpus, ngpus, ntasks, plan, err, sizeof (err)) < 0)
+        fail_msg ("dist_bind_plan: %s", err);
+    assert_int_equal (plan->ntasks, ntasks);
+    assert_int_equal (plan->ngpus, ngpus);
+}
+
+/* Every rule of bind.h and issue 4 that holds for any plan, checked with
+ * the recorded layout. */
+static void check_plan (const struct machine *m, const struct dist_topo *t,
+                        hwloc_const_cpuset_t allowed, const int *step_gpu,
+                        const struct dist_bind_plan *p)
+{
+    int T = p->ntasks, G = p->ngpus, W = hwloc_bitmap_weight (allowed);
+    int r, s, i, vis[DIST_GPUS_MAX];
+    bool seen[DIST_GPUS_MAX];
+
+    /* GPUs: a permutation in locality order (NUMA PUs first, then bus id) */
+    memset (seen, 0, sizeof (seen));
+    for (i = 0; i < G; i++) {
+        assert_in_range (p->order[i], 0, G - 1);
+        assert_false (seen[p->order[i]]);
+        seen[p->order[i]] = true;
+        if (i > 0) {
+            int a = step_gpu[p->order[i - 1]], b = step_gpu[p->order[i]];
+            int na = numa_rank (m, gpu_numa (m, t, a)), nb = numa_rank (m, gpu_numa (m, t, b));
+            assert_true (na < nb || (na == nb && strcmp (t->gpu[a].busid, t->gpu[b].busid) < 0));
+        }
+    }
+    /* even, contiguous shares; neighbours share when tasks > GPUs */
+    for (r = 0; r < T; r++) {
+        const struct dist_bind_rank *rk = &p->rank[r];
+        if (G == 0) {
+            assert_int_equal (rk->gpu_count, 0);
+        } else if (T <= G) {
+            assert_int_equal (rk->gpu_first, r == 0 ? 0 : p->rank[r - 1].gpu_first + p->rank[r - 1].gpu_count);
+            assert_in_range (rk->gpu_count, G / T, (G + T - 1) / T);
+        } else {
+            assert_int_equal (rk->gpu_count, 1);
+            assert_true (r == 0 ? rk->gpu_first == 0
+                                : rk->gpu_first - p->rank[r - 1].gpu_first <= 1
+                                      && rk->gpu_first >= p->rank[r - 1].gpu_first);
+        }
+    }
+    if (G > 0 && T <= G)
+        assert_int_equal (p->rank[T - 1].gpu_first + p->rank[T - 1].gpu_count, G);
+    if (G > 0 && T > G) {
+        int count[DIST_GPUS_MAX] = { 0 };
+        assert_int_equal (p->rank[T - 1].gpu_first, G - 1);
+        for (r = 0; r < T; r++)
+            count[p->rank[r].gpu_first]++;
+        for (i = 0; i < G; i++)
+            assert_in_range (count[i], T / G, (T + G - 1) / G);
+    }
+
+    for (r = 0; r < T; r++) {
+        const struct dist_bind_rank *rk = &p->rank[r];
+        hwloc_bitmap_t ns;
+
+        /* CPUs: some, all of them the step's */
+        assert_false (hwloc_bitmap_iszero (rk->cpuset));
+        assert_true (hwloc_bitmap_isincluded (rk->cpuset, allowed));
+        /* memory: the NUMA nodes of its CPUs, by their OS numbers */
+        ns = facts_nodeset (m, rk->cpuset);
+        assert_true (hwloc_bitmap_isequal (ns, rk->nodeset));
+        hwloc_bitmap_free (ns);
+        /* no overlap unless there are more ranks than CPUs */
+        for (s = 0; s < r && W >= T; s++)
+            assert_false (hwloc_bitmap_intersects (rk->cpuset, p->rank[s].cpuset));
+
+        /* CUDA_VISIBLE_DEVICES: its own GPU at LOCAL_RANK, every GPU once */
+        if (G > 0) {
+            int n = dist_bind_visible (p, r, false, vis);
+            assert_int_equal (n, G);
+            assert_int_equal (vis[r % G], p->order[rk->gpu_first]);
+            for (i = 0; i < rk->gpu_count; i++)
+                assert_int_equal (vis[r % G + i], p->order[rk->gpu_first + i]);
+            memset (seen, 0, sizeof (seen));
+            for (i = 0; i < G; i++) {
+                assert_in_range (vis[i], 0, G - 1);
+                assert_false (seen[vis[i]]);
+                seen[vis[i]] = true;
+            }
+            n = dist_bind_visible (p, r, true, vis);
+            assert_int_equal (n, rk->gpu_count);
+            for (i = 0; i < n; i++)
+                assert_int_equal (vis[i], p->order[rk->gpu_first + i]);
+        } else {
+            assert_int_equal (dist_bind_visible (p, r, false, vis), 0);
+        }
+    }
+    if (W >= T)
+        assert_false (p->cpus_shared);
+    else
+        assert_true (p->cpus_shared);
+}
+
+/* The GPU's NUMA node when it has a CPU of the step for each rank there. */
+static void check_gpu_locality (const struct machine *m, const struct dist_topo *t,
+                                hwloc_const_cpuset_t allowed, const int *step_gpu,
+                                const struct dist_bind_plan *p)
+{
+    int r, s;
+
+    for (r = 0; r < p->ntasks; r++) {
+        int g = step_gpu[p->order[p->rank[r].gpu_first]], n = 0;
+        unsigned numa = gpu_numa (m, t, g);
+        hwloc_bitmap_t pus = bitmap (numa_fact (m, numa)->pus);
+        for (s = 0; s < p->ntasks; s++)
+            if (gpu_numa (m, t, step_gpu[p->order[p->rank[s].gpu_first]]) == numa)
+                n++;
+        hwloc_bitmap_and (pus, pus, allowed);
+        if (hwloc_bitmap_weight (pus) >= n)
+            assert_true (hwloc_bitmap_isincluded (p->rank[r].cpuset, pus));
+        hwloc_bitmap_free (pus);
+    }
+}
+
+/* A NIC on the rank's NUMA node when the machine has one there. */
+static void check_nics (const struct machine *m, const struct dist_topo *t,
+                        const int *step_gpu, const struct dist_bind_plan *p)
+{
+    int r, i;
+
+    for (r = 0; r < p->ntasks; r++) {
+        const struct dist_bind_rank *rk = &p->rank[r];
+        unsigned numa;
+        bool here = false;
+        if (m->nnics == 0) {
+            assert_int_equal (rk->nic, -1);
+            continue;
+        }
+        assert_in_range (rk->nic, 0, t->nnics - 1);
+        if (rk->gpu_count > 0)
+            numa = gpu_numa (m, t, step_gpu[p->order[rk->gpu_first]]);
+        else if (hwloc_bitmap_weight (rk->nodeset) == 1)
+            numa = (unsigned) hwloc_bitmap_first (rk->nodeset);
+        else
+            continue;
+        for (i = 0; i < m->nnics; i++)
+            here |= m->nic[i].numa == numa;
+        for (i = 0; here && i < m->nnics; i++)
+            if (strcmp (m->nic[i].name, t->nic[rk->nic].name) == 0)
+                assert_int_equal (m->nic[i].numa, numa);
+    }
+}
+
+/* Without GPUs: each rank on one NUMA node, in rank order, in proportion
+ * to the step's CPUs there. */
+static void check_cpu_only (const struct machine *m, hwloc_const_cpuset_t allowed,
+                            const struct dist_bind_plan *p)
+{
+    int T = p->ntasks, W = hwloc_bitmap_weight (allowed), r, i, last = -1;
+
+    for (r = 0; r < T && W >= T; r++) {
+        int k;
+        assert_int_equal (hwloc_bitmap_weight (p->rank[r].nodeset), 1);
+        k = numa_rank (m, (unsigned) hwloc_bitmap_first (p->rank[r].nodeset));
+        assert_true (k >= last);
+        last = k;
+    }
+    for (i = 0; i < m->nnuma; i++) {
+        hwloc_bitmap_t pus = bitmap (m->numa[i].pus);
+        int n = 0;
+        hwloc_bitmap_and (pus, pus, allowed);
+        for (r = 0; r < T; r++)
+            if (hwloc_bitmap_isset (p->rank[r].nodeset, m->numa[i].os))
+                n++;
+        if (W >= T) {
+            double share = (double) T * hwloc_bitmap_weight (pus) / W;
+            assert_true (n >= share - 1.0 && n <= share + 1.0);
+        }
+        hwloc_bitmap_free (pus);
+    }
+}
+
+static void run_case (const struct machine *m, const struct dist_topo *t,
+                      hwloc_const_cpuset_t allowed, const int *gpus, int ngpus, int ntasks)
+{
+    struct dist_bind_plan p;
+
+    plan_ok (t, allowed, gpus, ngpus, ntasks, &p);
+    check_plan (m, t, allowed, gpus, &p);
+    if (ngpus > 0)
+        check_gpu_locality (m, t, allowed, gpus, &p);
+    else
+        check_cpu_only (m, allowed, &p);
+    check_nics (m, t, gpus, &p);
+    dist_bind_plan_free (&p);
+}
+
+/* ---- per machine ------------------------------------------------------ */
+
+/* The topology as hwloc reads it is the recorded machine. */
+static void check_topology (const struct machine *m, const struct dist_topo *t)
+{
+    int i, k;
+
+    assert_int_equal (hwloc_get_nbobjs_by_type (t->topo, HWLOC_OBJ_PU), m->npus);
+    assert_int_equal (hwloc_get_nbobjs_by_type (t->topo, HWLOC_OBJ_NUMANODE), m->nnuma);
+    assert_false (t->this_system);
+    for (i = 0; i < m->nnuma; i++) {
+        hwloc_obj_t numa = hwloc_get_obj_by_type (t->topo, HWLOC_OBJ_NUMANODE, (unsigned) i);
+        hwloc_bitmap_t pus = bitmap (m->numa[i].pus);
+        assert_int_equal (numa->os_index, m->numa[i].os);
+        assert_true (hwloc_bitmap_isequal (numa->cpuset, pus));
+        hwloc_bitmap_free (pus);
+    }
+    assert_int_equal (t->ngpus, m->ngpus);
+    for (i = 0; i < m->ngpus; i++) {
+        hwloc_bitmap_t pus = bitmap (numa_fact (m, m->gpu[i].numa)->pus);
+        assert_string_equal (t->gpu[i].busid, m->gpu[i].name);
+        assert_int_equal (dist_topo_find_gpu (t, m->gpu[i].name), i);
+        assert_true (hwloc_bitmap_isequal (t->gpu[i].numa->cpuset, pus));
+        hwloc_bitmap_free (pus);
+    }
+    assert_int_equal (t->nnics, m->nnics);
+    for (i = 0; i < m->nnics; i++) {
+        bool found = false;
+        for (k = 0; k < t->nnics; k++) {
+            if (strcmp (t->nic[k].name, m->nic[i].name) == 0) {
+                hwloc_obj_t anc = hwloc_get_non_io_ancestor_obj (t->topo, t->nic[k].pci);
+                hwloc_bitmap_t pus = bitmap (numa_fact (m, m->nic[i].numa)->pus);
+                assert_true (hwloc_bitmap_isincluded (anc->cpuset, pus));
+                hwloc_bitmap_free (pus);
+                found = true;
+            }
+        }
+        assert_true (found);
+    }
+}
+
+/* tasks = GPUs, half, double, a partial CPU allocation, a GPU subset, no
+ * GPUs, and many CPU-only ranks. */
+static void check_machine (const struct machine *m)
+{
+    struct dist_topo t;
+    hwloc_bitmap_t all, part, want;
+    int gpus[DIST_GPUS_MAX], sub[DIST_GPUS_MAX], nsub, i;
+    char err[256] = "";
+
+    load (m, &t);
+    check_topology (m, &t);
+    all = hwloc_bitmap_dup (hwloc_topology_get_topology_cpuset (t.topo));
+    part = hwloc_bitmap_alloc ();
+    assert_int_equal (dist_topo_cores_cpuset (&t, m->cores, part, err, sizeof (err)), 0);
+    want = bitmap (m->cores_pus);
+    assert_true (hwloc_bitmap_isequal (part, want));
+    for (i = 0; i < t.ngpus; i++)
+        gpus[i] = i;
+    nsub = dist_parse_index_list (m->subset, sub, DIST_GPUS_MAX);
+    assert_true (nsub > 0);
+
+    run_case (m, &t, all, gpus, t.ngpus, t.ngpus);
+    run_case (m, &t, all, gpus, t.ngpus, t.ngpus > 1 ? t.ngpus / 2 : 1);
+    run_case (m, &t, all, gpus, t.ngpus, 2 * t.ngpus);
+    run_case (m, &t, part, gpus, t.ngpus, t.ngpus);
+    run_case (m, &t, part, gpus, t.ngpus, 2 * t.ngpus);
+    run_case (m, &t, all, sub, nsub, nsub);
+    run_case (m, &t, all, sub, nsub, 2 * nsub);
+    run_case (m, &t, part, sub, nsub, nsub);
+    run_case (m, &t, all, NULL, 0, 1);
+    run_case (m, &t, all, NULL, 0, m->nnuma);
+    run_case (m, &t, all, NULL, 0, 2 * m->nnuma + 1);
+    run_case (m, &t, part, NULL, 0, 3);
+    run_case (m, &t, all, NULL, 0, 256);
+
+    hwloc_bitmap_free (all);
+    hwloc_bitmap_free (part);
+    hwloc_bitmap_free (want);
+    dist_topo_destroy (&t);
+}
+
+static void test_nvidia_dgx2 (void **state) { check_machine (&dgx2); }
+static void test_32em64t (void **state) { check_machine (&e5_3gpu); }
+static void test_g4dnmetal (void **state) { check_machine (&g4dn); }
+static void test_coral_lassen (void **state) { check_machine (&lassen); }
+static void test_cts1_pascal (void **state) { check_machine (&pascal); }
+static void test_dgxa100_like (void **state) { check_machine (&dgxa100); }
+static void test_amd_like (void **state) { check_machine (&amd); }
+static void test_minicluster (void **state) { check_machine (&mini); }
+
+/* ---- plans spelled out ------------------------------------------------ */
+
+static void assert_cpus (hwloc_const_cpuset_t got, const char *want)
+{
+    char buf[256];
+    hwloc_bitmap_list_snprintf (buf, sizeof (buf), got);
+    assert_string_equal (buf, want);
+}
+
+static void all_gpus (const struct dist_topo *t, int *gpus)
+{
+    int i;
+    for (i = 0; i < t->ngpus; i++)
+        gpus[i] = i;
+}
+
+/* GPU order is not NUMA order: rank r still lands on NUMA r, with the NIC
+ * beside its GPU, and cudaSetDevice(LOCAL_RANK) on its own GPU. */
+static void test_dgxa100_gpu_order (void **state)
+{
+    static const char *const want_gpu[] = { "0000:4e:00.0", "0000:47:00.0", "0000:0f:00.0",
+                                            "0000:07:00.0", "0000:bd:00.0", "0000:b7:00.0",
+                                            "0000:90:00.0", "0000:87:00.0" };
+    static const char *const want_nic[] = { "mlx5_3", "mlx5_2", "mlx5_1", "mlx5_0",
+                                            "mlx5_7", "mlx5_6", "mlx5_5", "mlx5_4" };
+    struct dist_topo t;
+    struct dist_bind_plan p;
+    int gpus[DIST_GPUS_MAX], vis[DIST_GPUS_MAX], r;
+    char cpus[32];
+
+    load (&dgxa100, &t);
+    all_gpus (&t, gpus);
+    plan_ok (&t, hwloc_topology_get_topology_cpuset (t.topo), gpus, 8, 8, &p);
+    for (r = 0; r < 8; r++) {
+        const struct dist_bind_rank *rk = &p.rank[r];
+        assert_string_equal (t.gpu[gpus[p.order[rk->gpu_first]]].busid, want_gpu[r]);
+        snprintf (cpus, sizeof (cpus), "%d-%d", 32 * r, 32 * r + 31);
+        assert_cpus (rk->cpuset, cpus);
+        assert_int_equal (hwloc_bitmap_first (rk->nodeset), r);
+        assert_int_equal (hwloc_bitmap_weight (rk->nodeset), 1);
+        assert_string_equal (t.nic[rk->nic].name, want_nic[r]);
+        assert_int_equal (dist_bind_visible (&p, r, false, vis), 8);
+        assert_string_equal (t.gpu[gpus[vis[r]]].busid, want_gpu[r]);
+    }
+    dist_bind_plan_free (&p);
+    dist_topo_destroy (&t);
+}
+
+/* NUMA 0 has room for one rank only: the others of its package take
+ * NUMA 1, never the other package. */
+static void test_dgxa100_package_fallback (void **state)
+{
+    struct dist_topo t;
+    struct dist_bind_plan p;
+    hwloc_bitmap_t allowed = hwloc_bitmap_alloc (), pkg0 = bitmap ("0-127");
+    int gpu[] = { 3 }, r;   /* 0000:4e:00.0, on NUMA 0 */
+    char err[256];
+
+    load (&dgxa100, &t);
+    assert_int_equal (dist_topo_cores_cpuset (&t, "0,16-31,64-79", allowed, err, sizeof (err)), 0);
+    assert_cpus (allowed, "0-1,32-63,128-159");
+    plan_ok (&t, allowed, gpu, 1, 4, &p);
+    check_plan (&dgxa100, &t, allowed, gpu, &p);
+    for (r = 0; r < 4; r++)
+        assert_true (hwloc_bitmap_isincluded (p.rank[r].cpuset, pkg0));
+    dist_bind_plan_free (&p);
+    hwloc_bitmap_free (allowed);
+    hwloc_bitmap_free (pkg0);
+    dist_topo_destroy (&t);
+}
+
+/* 1 GPU on NUMA 0, 2 on NUMA 1: the lone GPU's rank has its socket. */
+static void test_32em64t_asymmetric (void **state)
+{
+    struct dist_topo t;
+    struct dist_bind_plan p;
+    int gpus[DIST_GPUS_MAX];
+
+    load (&e5_3gpu, &t);
+    all_gpus (&t, gpus);
+    plan_ok (&t, hwloc_topology_get_topology_cpuset (t.topo), gpus, 3, 3, &p);
+    assert_string_equal (t.gpu[p.order[0]].busid, "0000:03:00.0");
+    assert_cpus (p.rank[0].cpuset, "0-7,16-23");
+    assert_cpus (p.rank[1].cpuset, "8-11,24-27");
+    assert_cpus (p.rank[2].cpuset, "12-15,28-31");
+    assert_string_equal (t.nic[p.rank[1].nic].name, "mlx5_0");
+    dist_bind_plan_free (&p);
+    /* half: one rank on the lone GPU, the other on the pair */
+    plan_ok (&t, hwloc_topology_get_topology_cpuset (t.topo), gpus, 3, 2, &p);
+    assert_int_equal (p.rank[0].gpu_count, 1);
+    assert_int_equal (p.rank[1].gpu_count, 2);
+    assert_cpus (p.rank[0].cpuset, "0-7,16-23");
+    assert_cpus (p.rank[1].cpuset, "8-15,24-31");
+    dist_bind_plan_free (&p);
+    dist_topo_destroy (&t);
+}
+
+/* Both GPUs on NUMA 0: the ranks divide NUMA 0, and when the step has only
+ * socket 1's cores they still get CPUs (the step's, not the GPUs'). */
+static void test_cts1_pascal_one_socket (void **state)
+{
+    struct dist_topo t;
+    struct dist_bind_plan p;
+    hwloc_bitmap_t s1 = hwloc_bitmap_alloc ();
+    int gpus[] = { 0, 1 };
+    char err[256];
+
+    load (&pascal, &t);
+    plan_ok (&t, hwloc_topology_get_topology_cpuset (t.topo), gpus, 2, 2, &p);
+    assert_cpus (p.rank[0].cpuset, "0-8,36-44");
+    assert_cpus (p.rank[1].cpuset, "9-17,45-53");
+    assert_cpus (p.rank[0].nodeset, "0");
+    assert_cpus (p.rank[1].nodeset, "0");
+    assert_string_equal (t.nic[p.rank[1].nic].name, "mlx5_0");
+    dist_bind_plan_free (&p);
+    assert_int_equal (dist_topo_cores_cpuset (&t, "18-35", s1, err, sizeof (err)), 0);
+    plan_ok (&t, s1, gpus, 2, 4, &p);
+    check_plan (&pascal, &t, s1, gpus, &p);
+    assert_cpus (p.rank[3].nodeset, "1");
+    dist_bind_plan_free (&p);
+    hwloc_bitmap_free (s1);
+    dist_topo_destroy (&t);
+}
+
+/* POWER: NUMA nodes P#0 and P#8, PCI domains 0004 and 0035. */
+static void test_coral_lassen_numa8 (void **state)
+{
+    struct dist_topo t;
+    struct dist_bind_plan p;
+    int gpus[DIST_GPUS_MAX];
+
+    load (&lassen, &t);
+    all_gpus (&t, gpus);
+    plan_ok (&t, hwloc_topology_get_topology_cpuset (t.topo), gpus, 4, 4, &p);
+    assert_cpus (p.rank[0].nodeset, "0");
+    assert_cpus (p.rank[2].nodeset, "8");
+    assert_cpus (p.rank[2].cpuset, "96-135");
+    assert_string_equal (t.gpu[gpus[p.order[p.rank[3].gpu_first]]].busid, "0035:04:00.0");
+    dist_bind_plan_free (&p);
+    dist_topo_destroy (&t);
+}
+
+/* 16 GPUs on a topology trimmed to 4 PUs: neighbours share, per socket. */
+static void test_dgx2_more_ranks_than_cpus (void **state)
+{
+    struct dist_topo t;
+    struct dist_bind_plan p;
+    hwloc_bitmap_t s0 = bitmap ("0-1"), s1 = bitmap ("24-25");
+    int gpus[DIST_GPUS_MAX], r;
+
+    load (&dgx2, &t);
+    all_gpus (&t, gpus);
+    plan_ok (&t, hwloc_topology_get_topology_cpuset (t.topo), gpus, 16, 16, &p);
+    assert_true (p.cpus_shared);
+    for (r = 0; r < 16; r++)
+        assert_true (hwloc_bitmap_isincluded (p.rank[r].cpuset, r < 8 ? s0 : s1));
+    dist_bind_plan_free (&p);
+    hwloc_bitmap_free (s0);
+    hwloc_bitmap_free (s1);
+    dist_topo_destroy (&t);
+}
+
+/* Regression: ranks whose GPU's socket has no CPUs of the step took the
+ * whole step's CPUs, on top of the ranks already placed there. */
+static void test_g4dn_homeless_ranks_do_not_overlap (void **state)
+{
+    struct dist_topo t;
+    struct dist_bind_plan p;
+    hwloc_bitmap_t allowed = hwloc_bitmap_alloc ();
+    int gpus[DIST_GPUS_MAX];
+    char err[256];
+
+    load (&g4dn, &t);
+    all_gpus (&t, gpus);
+    assert_int_equal (dist_topo_cores_cpuset (&t, "0-23", allowed, err, sizeof (err)), 0);
+    plan_ok (&t, allowed, gpus, 8, 8, &p);
+    check_plan (&g4dn, &t, allowed, gpus, &p);
+    dist_bind_plan_free (&p);
+    /* 6 PUs near GPUs 0-3 for 8 ranks, 48 near GPUs 4-7 */
+    assert_int_equal (dist_topo_cores_cpuset (&t, "0-2,24-47", allowed, err, sizeof (err)), 0);
+    plan_ok (&t, allowed, gpus, 8, 16, &p);
+    check_plan (&g4dn, &t, allowed, gpus, &p);
+    assert_cpus (p.rank[0].cpuset, "0");
+    dist_bind_plan_free (&p);
+    hwloc_bitmap_free (allowed);
+    dist_topo_destroy (&t);
+}
+
+/* ---- bad input -------------------------------------------------------- */
+
+static void test_step_gpus_the_topology_lacks (void **state)
+{
+    struct dist_topo t;
+    struct dist_bind_plan p;
+    hwloc_bitmap_t allowed;
+    int missing[] = { 0, 8 }, twice[] = { 1, 1 }, negative[] = { -1 }, ok[] = { 0 };
+    char err[256] = "";
+
+    load (&g4dn, &t);
+    allowed = hwloc_bitmap_dup (hwloc_topology_get_topology_cpuset (t.topo));
+    assert_int_equal (dist_bind_plan (&t, allowed, missing, 2, 2, &p, err, sizeof (err)), -1);
+    assert_non_null (strstr (err, "GPU 8"));
+    assert_null (p.rank);
+    assert_int_equal (dist_bind_plan (&t, allowed, twice, 2, 2, &p, err, sizeof (err)), -1);
+    assert_non_null (strstr (err, "GPU 1"));
+    assert_int_equal (dist_bind_plan (&t, allowed, negative, 1, 1, &p, err, sizeof (err)), -1);
+    assert_non_null (strstr (err, "GPU -1"));
+    assert_int_equal (dist_bind_plan (&t, allowed, ok, 1, 0, &p, err, sizeof (err)), -1);
+    assert_int_equal (dist_bind_plan (&t, allowed, ok, 1, DIST_LOCAL_TASKS_MAX + 1, &p, err,
+                                      sizeof (err)), -1);
+    assert_int_equal (dist_bind_plan (&t, allowed, ok, DIST_GPUS_MAX + 1, 1, &p, err,
+                                      sizeof (err)), -1);
+    hwloc_bitmap_only (allowed, 4000);   /* no such PU */
+    err[0] = '\0';
+    assert_int_equal (dist_bind_plan (&t, allowed, ok, 1, 1, &p, err, sizeof (err)), -1);
+    assert_true (err[0] != '\0');
+    hwloc_bitmap_free (allowed);
+    dist_topo_destroy (&t);
+}
+
+/* The largest plan the planner takes, on the largest machine. */
+static void test_most_tasks (void **state)
+{
+    struct dist_topo t;
+    struct dist_bind_plan p;
+    int gpus[DIST_GPUS_MAX];
+
+    load (&dgxa100, &t);
+    all_gpus (&t, gpus);
+    plan_ok (&t, hwloc_topology_get_topology_cpuset (t.topo), gpus, 8, DIST_LOCAL_TASKS_MAX, &p);
+    check_plan (&dgxa100, &t, hwloc_topology_get_topology_cpuset (t.topo), gpus, &p);
+    dist_bind_plan_free (&p);
+    dist_topo_destroy (&t);
+}
+
+static void write_file (const char *path, const char *data, size_t len)
+{
+    FILE *f = fopen (path, "w");
+    assert_non_null (f);
+    assert_int_equal (fwrite (data, 1, len, f), len);
+    assert_int_equal (fclose (f), 0);
+}
+
+static void test_broken_xml (void **state)
+{
+    char path[1024], tmp[] = "/tmp/test_bind.XXXXXX", file[64], err[256];
+    static char xml[200000];
+    struct dist_topo t;
+    size_t len;
+    FILE *f;
+
+    topology_path (pascal.file, path, sizeof (path));
+    f = fopen (path, "r");
+    assert_non_null (f);
+    len = fread (xml, 1, sizeof (xml), f);
+    fclose (f);
+    assert_true (len > 1000);
+    assert_non_null (mkdtemp (tmp));
+    snprintf (file, sizeof (file), "%s/broken.xml", tmp);
+
+    write_file (file, xml, len / 2);                       /* truncated */
+    err[0] = '\0';
+    assert_int_equal (dist_topo_load (&t, file, err, sizeof (err)), -1);
+    assert_non_null (strstr (err, file));
+    assert_null (t.topo);
+    write_file (file, "", 0);                              /* empty */
+    err[0] = '\0';
+    assert_int_equal (dist_topo_load (&t, file, err, sizeof (err)), -1);
+    assert_true (err[0] != '\0');
+    write_file (file, "<topology>", 10);                   /* not hwloc's */
+    err[0] = '\0';
+    assert_int_equal (dist_topo_load (&t, file, err, sizeof (err)), -1);
+    assert_true (err[0] != '\0');
+    assert_int_equal (unlink (file), 0);                   /* missing */
+    err[0] = '\0';
+    assert_int_equal (dist_topo_load (&t, file, err, sizeof (err)), -1);
+    assert_non_null (strstr (err, file));
+    assert_int_equal (rmdir (tmp), 0);
+}
+
+/* ---- Slurm's lists ---------------------------------------------------- */
+
+static void test_index_list (void **state)
+{
+    int out[128], i;
+    char list[1024];
+    size_t off = 0;
+
+    assert_int_equal (dist_parse_index_list ("0", out, 64), 1);
+    assert_int_equal (out[0], 0);
+    assert_int_equal (dist_parse_index_list ("3,1", out, 64), 2);
+    assert_int_equal (out[0], 3);
+    assert_int_equal (out[1], 1);
+    assert_int_equal (dist_parse_index_list ("0-3,6", out, 64), 5);
+    assert_int_equal (out[3], 3);
+    assert_int_equal (out[4], 6);
+    assert_int_equal (dist_parse_index_list ("4095", out, 64), 1);
+    assert_int_equal (out[0], 4095);
+    for (i = 0; i < 100; i++)
+        off += (size_t) snprintf (list + off, sizeof (list) - off, "%s%d", i ? "," : "", i);
+    assert_int_equal (dist_parse_index_list (list, out, 128), 100);
+    assert_int_equal (out[99], 99);
+    assert_int_equal (dist_parse_index_list (list, out, 64), -1);
+    assert_int_equal (dist_parse_index_list ("0-4095", out, 64), -1);
+    assert_int_equal (dist_parse_index_list ("0-63", out, 64), 64);
+}
+
+static void test_index_list_bad (void **state)
+{
+    const char *bad[] = { "", "5-", "-5", "0,,1", ",0", "0,", "3-1", "4096", "1-4096",
+                          "99999999999999999999", "4294967296", "1 ,2", " 1", "1 ", "a",
+                          "0x1", "1-2-3", "+1", "1;2", "GPU-8f3a", "0-", "--" };
+    char digits[2000];
+    int out[64];
+    size_t i;
+
+    assert_int_equal (dist_parse_index_list (NULL, out, 64), -1);
+    for (i = 0; i < sizeof (bad) / sizeof (bad[0]); i++)
+        if (dist_parse_index_list (bad[i], out, 64) != -1)
+            fail_msg ("'%s' parsed", bad[i]);
+    memset (digits, '7', sizeof (digits) - 1);
+    digits[sizeof (digits) - 1] = '\0';
+    assert_int_equal (dist_parse_index_list (digits, out, 64), -1);
+}
+
+static void test_split_list (void **state)
+{
+    char tok[100][64], list[8000], longtok[100];
+    size_t off = 0;
+    int i;
+
+    assert_int_equal (dist_split_list ("GPU-8f3a1c2e,MIG-GPU-1/2/0", tok, 8), 2);
+    assert_string_equal (tok[0], "GPU-8f3a1c2e");
+    assert_string_equal (tok[1], "MIG-GPU-1/2/0");
+    assert_int_equal (dist_split_list ("3", tok, 8), 1);
+    assert_string_equal (tok[0], "3");
+    memset (longtok, 'x', 63);
+    longtok[63] = '\0';
+    assert_int_equal (dist_split_list (longtok, tok, 8), 1);
+    assert_int_equal (strlen (tok[0]), 63);
+    longtok[63] = 'x';
+    longtok[64] = '\0';
+    assert_int_equal (dist_split_list (longtok, tok, 8), -1);
+    assert_int_equal (dist_split_list (NULL, tok, 8), -1);
+    assert_int_equal (dist_split_list ("", tok, 8), -1);
+    assert_int_equal (dist_split_list ("0,,1", tok, 8), -1);
+    assert_int_equal (dist_split_list (",0", tok, 8), -1);
+    assert_int_equal (dist_split_list ("0,", tok, 8), -1);
+    assert_int_equal (dist_split_list (",", tok, 8), -1);
+    for (i = 0; i < 100; i++)
+        off += (size_t) snprintf (list + off, sizeof (list) - off, "%sGPU-%d", i ? "," : "", i);
+    assert_int_equal (dist_split_list (list, tok, 100), 100);
+    assert_string_equal (tok[99], "GPU-99");
+    assert_int_equal (dist_split_list (list, tok, 64), -1);
+}
+
+static void test_cores_cpuset (void **state)
+{
+    struct dist_topo t;
+    hwloc_bitmap_t out = hwloc_bitmap_alloc ();
+    char err[256], list[1024];
+    size_t off = 0;
+    int i;
+
+    load (&g4dn, &t);
+    assert_int_equal (dist_topo_cores_cpuset (&t, "0-23", out, err, sizeof (err)), 0);
+    assert_cpus (out, "0-23,48-71");
+    assert_int_equal (dist_topo_cores_cpuset (&t, "0,47", out, err, sizeof (err)), 0);
+    assert_cpus (out, "0,47-48,95");
+    /* cores the topology lacks are counted and left out */
+    assert_int_equal (dist_topo_cores_cpuset (&t, "46-50", out, err, sizeof (err)), 3);
+    assert_cpus (out, "46-47,94-95");
+    assert_int_equal (dist_topo_cores_cpuset (&t, "65535", out, err, sizeof (err)), 1);
+    assert_true (hwloc_bitmap_iszero (out));
+    for (i = 0; i < 100; i++)
+        off += (size_t) snprintf (list + off, sizeof (list) - off, "%s%d", i ? "," : "", i);
+    assert_int_equal (dist_topo_cores_cpuset (&t, list, out, err, sizeof (err)), 52);
+    assert_int_equal (hwloc_bitmap_weight (out), 96);
+    hwloc_bitmap_free (out);
+    dist_topo_destroy (&t);
+}
+
+/* Each of these once hung (-5), allocated 512 MB (4294967295), wrapped to
+ * core 0 (4294967296) or made an empty step (1-0) in hwloc's parser. */
+static void test_cores_cpuset_bad (void **state)
+{
+    const char *bad[] = { "", "5-", "-5", "0,,1", ",0", "0,", "1-0", "65536", "0-65536",
+                          "99999999999", "4294967295", "4294967296", "0--1", "1-2-3",
+                          "0x3", "a", " 1", "1 ", "1;2", "+1", "0-", "-" };
+    struct dist_topo t;
+    hwloc_bitmap_t out = hwloc_bitmap_alloc ();
+    char err[256], digits[3000];
+    size_t i;
+
+    load (&mini, &t);
+    assert_int_equal (dist_topo_cores_cpuset (&t, NULL, out, err, sizeof (err)), -1);
+    for (i = 0; i < sizeof (bad) / sizeof (bad[0]); i++) {
+        err[0] = '\0';
+        if (dist_topo_cores_cpuset (&t, bad[i], out, err, sizeof (err)) != -1)
+            fail_msg ("'%s' parsed", bad[i]);
+        assert_non_null (strstr (err, "does not parse"));
+        assert_true (hwloc_bitmap_iszero (out));
+    }
+    memset (digits, '1', sizeof (digits) - 1);
+    digits[sizeof (digits) - 1] = '\0';
+    assert_int_equal (dist_topo_cores_cpuset (&t, digits, out, err, sizeof (err)), -1);
+    assert_int_equal (dist_topo_cores_cpuset (&t, "0-1", out, err, sizeof (err)), 0);
+    assert_cpus (out, "0-1");
+    hwloc_bitmap_free (out);
+    dist_topo_destroy (&t);
+}
+
+int main (void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test (test_nvidia_dgx2),
+        cmocka_unit_test (test_32em64t),
+        cmocka_unit_test (test_g4dnmetal),
+        cmocka_unit_test (test_coral_lassen),
+        cmocka_unit_test (test_cts1_pascal),
+        cmocka_unit_test (test_dgxa100_like),
+        cmocka_unit_test (test_amd_like),
+        cmocka_unit_test (test_minicluster),
+        cmocka_unit_test (test_dgxa100_gpu_order),
+        cmocka_unit_test (test_dgxa100_package_fallback),
+        cmocka_unit_test (test_32em64t_asymmetric),
+        cmocka_unit_test (test_cts1_pascal_one_socket),
+        cmocka_unit_test (test_coral_lassen_numa8),
+        cmocka_unit_test (test_dgx2_more_ranks_than_cpus),
+        cmocka_unit_test (test_g4dn_homeless_ranks_do_not_overlap),
+        cmocka_unit_test (test_step_gpus_the_topology_lacks),
+        cmocka_unit_test (test_most_tasks),
+        cmocka_unit_test (test_broken_xml),
+        cmocka_unit_test (test_index_list),
+        cmocka_unit_test (test_index_list_bad),
+        cmocka_unit_test (test_split_list),
+        cmocka_unit_test (test_cores_cpuset),
+        cmocka_unit_test (test_cores_cpuset_bad),
+    };
+    return cmocka_run_group_tests (tests, NULL, NULL);
+}
