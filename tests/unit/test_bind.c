@@ -615,6 +615,11 @@ static void test_coral_lassen_numa8 (void **state)
     assert_cpus (p.rank[2].nodeset, "8");
     assert_cpus (p.rank[2].cpuset, "96-135");
     assert_string_equal (t.gpu[gpus[p.order[p.rank[3].gpu_first]]].busid, "0035:04:00.0");
+    /* two NICs as near as each other to both GPUs of a socket: one each */
+    assert_string_equal (t.nic[p.rank[0].nic].name, "mlx5_0");
+    assert_string_equal (t.nic[p.rank[1].nic].name, "mlx5_1");
+    assert_string_equal (t.nic[p.rank[2].nic].name, "mlx5_2");
+    assert_string_equal (t.nic[p.rank[3].nic].name, "mlx5_3");
     dist_bind_plan_free (&p);
     dist_topo_destroy (&t);
 }
@@ -663,6 +668,53 @@ static void test_g4dn_homeless_ranks_do_not_overlap (void **state)
     dist_bind_plan_free (&p);
     hwloc_bitmap_free (allowed);
     dist_topo_destroy (&t);
+}
+
+/* Random steps (cores, GPU subsets in any order, 1 to 3G+1 tasks) on every
+ * machine, with a fixed seed: every rule that holds for any plan. */
+static void random_steps (const struct machine *m, unsigned seed, int steps)
+{
+    struct dist_topo t;
+    int ncores, k;
+
+    load (m, &t);
+    ncores = hwloc_get_nbobjs_by_type (t.topo, HWLOC_OBJ_CORE);
+    for (k = 0; k < steps; k++) {
+        hwloc_bitmap_t allowed = hwloc_bitmap_alloc ();
+        int gpus[DIST_GPUS_MAX], ngpus = 0, ntasks, i, c;
+        char err[256];
+
+        /* a core list: some cores, at least one */
+        for (c = 0; c < ncores; c++) {
+            hwloc_obj_t core = hwloc_get_obj_by_type (t.topo, HWLOC_OBJ_CORE, (unsigned) c);
+            if (rand_r (&seed) % 4 != 0)
+                hwloc_bitmap_or (allowed, allowed, core->cpuset);
+        }
+        if (hwloc_bitmap_iszero (allowed))
+            assert_int_equal (dist_topo_cores_cpuset (&t, "0", allowed, err, sizeof (err)), 0);
+        /* the step's GPUs: a random subset, in a random order */
+        for (i = 0; i < t.ngpus; i++)
+            if (rand_r (&seed) % 3 != 0)
+                gpus[ngpus++] = i;
+        for (i = ngpus - 1; i > 0; i--) {
+            int j = (int) (rand_r (&seed) % (unsigned) (i + 1)), tmp = gpus[i];
+            gpus[i] = gpus[j];
+            gpus[j] = tmp;
+        }
+        ntasks = 1 + (int) (rand_r (&seed) % (unsigned) (3 * (ngpus > 0 ? ngpus : 4) + 1));
+        run_case (m, &t, allowed, gpus, ngpus, ntasks);
+        hwloc_bitmap_free (allowed);
+    }
+    dist_topo_destroy (&t);
+}
+
+static void test_random_steps (void **state)
+{
+    const struct machine *all[] = { &dgx2, &e5_3gpu, &g4dn, &lassen, &pascal, &dgxa100, &amd, &mini };
+    size_t i;
+
+    for (i = 0; i < sizeof (all) / sizeof (all[0]); i++)
+        random_steps (all[i], 4 + (unsigned) i, 150);
 }
 
 /* ---- bad input -------------------------------------------------------- */
@@ -907,6 +959,7 @@ int main (void)
         cmocka_unit_test (test_coral_lassen_numa8),
         cmocka_unit_test (test_dgx2_more_ranks_than_cpus),
         cmocka_unit_test (test_g4dn_homeless_ranks_do_not_overlap),
+        cmocka_unit_test (test_random_steps),
         cmocka_unit_test (test_step_gpus_the_topology_lacks),
         cmocka_unit_test (test_most_tasks),
         cmocka_unit_test (test_broken_xml),
