@@ -1,4 +1,5 @@
 /* bind.c - compute each local rank's GPUs, CPUs, NUMA nodes and NIC. */
+#define _GNU_SOURCE /* qsort_r */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -188,6 +189,19 @@ static int group_with_room (const struct cpu_group *group, int ngroups,
     return best;
 }
 
+/* For qsort_r: ranks by the size of their place, then by rank. */
+static int compare_places (const void *a, const void *b, void *arg)
+{
+    const struct locality *where = arg;
+    int x = *(const int *) a, y = *(const int *) b;
+    int wx = hwloc_bitmap_weight (where[x].loc->cpuset);
+    int wy = hwloc_bitmap_weight (where[y].loc->cpuset);
+
+    if (wx != wy)
+        return wx < wy ? -1 : 1;
+    return x < y ? -1 : x > y;
+}
+
 /* Decide which pool each rank takes its CPUs from, then divide each pool
  * among its ranks.  A pool is given whole to the ranks placed in it, so
  * ranks that find no room near their GPU are fitted afterwards into what
@@ -210,9 +224,16 @@ static int assign_cpus (const struct dist_topo *t, hwloc_const_cpuset_t allowed,
 
     /* 1. the NUMA locality, 2. the package: in the order ranks name them,
      * all the ranks of one place or none of them */
+    /* narrow places first: a rank whose GPUs span NUMA nodes must not take
+     * a whole package before the ranks of one NUMA node there are placed */
+    for (r = 0; r < T; r++)
+        scratch[r] = r;
+    qsort_r (scratch, (size_t) T, sizeof (int), compare_places, (void *) where);
     for (int level = 0; level < 2; level++) {
-        for (s = 0; s < T; s++) {
-            hwloc_obj_t obj = level == 0 ? where[s].loc : where[s].pkg;
+        for (int k = 0; k < T; k++) {
+            hwloc_obj_t obj;
+            s = scratch[k];
+            obj = level == 0 ? where[s].loc : where[s].pkg;
             int n = 0, g;
             if (group_of[s] >= 0)
                 continue;
@@ -337,6 +358,29 @@ static void assign_nics (const struct dist_topo *t, const int *step_gpu,
 
 /* ---- the plan --------------------------------------------------------- */
 
+/* A rank's locality: its GPUs' NUMA locality; when they lie on several NUMA
+ * nodes (fewer ranks than GPUs), the smallest object that holds them all,
+ * so that the rank's CPUs are near every one of its GPUs. */
+static void gpus_locality (const struct dist_topo *t, const int *step_gpu,
+                           const struct dist_bind_plan *plan, const struct dist_bind_rank *rk,
+                           struct locality *where)
+{
+    const struct dist_gpu *g = &t->gpu[step_gpu[plan->order[rk->gpu_first]]];
+    int i;
+
+    where->loc = g->numa;
+    where->pkg = g->package;
+    for (i = 1; i < rk->gpu_count; i++) {
+        const struct dist_gpu *h = &t->gpu[step_gpu[plan->order[rk->gpu_first + i]]];
+        while (where->loc->parent != NULL
+               && !hwloc_bitmap_isincluded (h->numa->cpuset, where->loc->cpuset))
+            where->loc = where->loc->parent;
+    }
+    if (!hwloc_bitmap_isincluded (where->loc->cpuset, where->pkg->cpuset))
+        where->pkg = where->loc;
+}
+
+
 static int check_input (const struct dist_topo *t, hwloc_const_cpuset_t allowed,
                         const int *step_gpu, int nstep_gpus, int ntasks,
                         char *err, size_t errsz)
@@ -400,11 +444,8 @@ int dist_bind_plan (const struct dist_topo *t, hwloc_const_cpuset_t allowed,
     order_gpus (t, step_gpu, plan);
     assign_gpus (plan);
     if (nstep_gpus > 0) {
-        for (r = 0; r < ntasks; r++) {
-            const struct dist_gpu *g = &t->gpu[step_gpu[plan->order[plan->rank[r].gpu_first]]];
-            where[r].loc = g->numa;
-            where[r].pkg = g->package;
-        }
+        for (r = 0; r < ntasks; r++)
+            gpus_locality (t, step_gpu, plan, &plan->rank[r], &where[r]);
     } else {
         spread_over_numa (t, mine, ntasks, where);
     }

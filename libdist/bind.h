@@ -5,10 +5,12 @@
  * - The step's GPUs are taken in locality order (NUMA locality, then bus
  *   id).  tasks <= GPUs: each rank gets an even, contiguous share; tasks >
  *   GPUs: neighbouring ranks share a GPU.
- * - Each rank's CPUs come from the step's CPUs near its GPU: its NUMA node
- *   when that has a core for every rank placed there, else its package,
- *   else anywhere in the step.  Ranks that share a locality divide it
- *   without overlap; only when there are more ranks than CPUs do they share.
+ * - Each rank's CPUs come from the step's CPUs near its GPUs: their NUMA
+ *   node (for GPUs on several NUMA nodes, the smallest place that holds them
+ *   all) when it has a CPU for every rank placed there, else its package,
+ *   else what the other ranks can spare.  Narrow places are served first.
+ *   Ranks that share a place divide it without overlap; only when there are
+ *   more ranks than CPUs do they share.
  * - Without GPUs, ranks are spread over the NUMA nodes in rank order, in
  *   proportion to the step's CPUs on each.
  * - The NIC is the RDMA device nearest to the rank's GPU (fewest hops in the

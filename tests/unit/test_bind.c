@@ -292,7 +292,23 @@ static void check_plan (const struct machine *m, const struct dist_topo *t,
         assert_true (p->cpus_shared);
 }
 
-/* The GPU's NUMA node when it has a CPU of the step for each rank there. */
+/* The NUMA node of all of a rank's GPUs, or -1 when they span several. */
+static int rank_numa (const struct machine *m, const struct dist_topo *t, const int *step_gpu,
+                      const struct dist_bind_plan *p, int r)
+{
+    const struct dist_bind_rank *rk = &p->rank[r];
+    unsigned numa = gpu_numa (m, t, step_gpu[p->order[rk->gpu_first]]);
+    int i;
+
+    for (i = 1; i < rk->gpu_count; i++)
+        if (gpu_numa (m, t, step_gpu[p->order[rk->gpu_first + i]]) != numa)
+            return -1;
+    return (int) numa;
+}
+
+/* The GPUs' NUMA node when it has a CPU of the step for each rank whose GPUs
+ * are all there (a rank whose GPUs span NUMA nodes takes what is left near
+ * them: bind.h). */
 static void check_gpu_locality (const struct machine *m, const struct dist_topo *t,
                                 hwloc_const_cpuset_t allowed, const int *step_gpu,
                                 const struct dist_bind_plan *p)
@@ -300,11 +316,13 @@ static void check_gpu_locality (const struct machine *m, const struct dist_topo 
     int r, s;
 
     for (r = 0; r < p->ntasks; r++) {
-        int g = step_gpu[p->order[p->rank[r].gpu_first]], n = 0;
-        unsigned numa = gpu_numa (m, t, g);
-        hwloc_bitmap_t pus = bitmap (numa_fact (m, numa)->pus);
+        int numa = rank_numa (m, t, step_gpu, p, r), n = 0;
+        hwloc_bitmap_t pus;
+        if (numa < 0)
+            continue;
+        pus = bitmap (numa_fact (m, (unsigned) numa)->pus);
         for (s = 0; s < p->ntasks; s++)
-            if (gpu_numa (m, t, step_gpu[p->order[p->rank[s].gpu_first]]) == numa)
+            if (rank_numa (m, t, step_gpu, p, s) == numa)
                 n++;
         hwloc_bitmap_and (pus, pus, allowed);
         if (hwloc_bitmap_weight (pus) >= n)
@@ -521,6 +539,34 @@ static void test_dgxa100_gpu_order (void **state)
         assert_int_equal (dist_bind_visible (&p, r, false, vis), 8);
         assert_string_equal (t.gpu[gpus[vis[r]]].busid, want_gpu[r]);
     }
+    dist_bind_plan_free (&p);
+    dist_topo_destroy (&t);
+}
+
+/* Fewer ranks than GPUs: a rank's two GPUs lie on two NUMA nodes, and its
+ * CPUs are those of both (the smallest place that holds its GPUs). */
+static void test_dgxa100_two_gpus_per_rank (void **state)
+{
+    struct dist_topo t;
+    struct dist_bind_plan p;
+    int gpus[DIST_GPUS_MAX], r;
+    char cpus[32], mems[16];
+
+    load (&dgxa100, &t);
+    all_gpus (&t, gpus);
+    plan_ok (&t, hwloc_topology_get_topology_cpuset (t.topo), gpus, 8, 4, &p);
+    for (r = 0; r < 4; r++) {
+        const struct dist_bind_rank *rk = &p.rank[r];
+        assert_int_equal (rk->gpu_count, 2);
+        snprintf (cpus, sizeof (cpus), "%d-%d", 64 * r, 64 * r + 63);
+        assert_cpus (rk->cpuset, cpus);
+        snprintf (mems, sizeof (mems), "%d-%d", 2 * r, 2 * r + 1);
+        assert_cpus (rk->nodeset, mems);
+    }
+    dist_bind_plan_free (&p);
+    /* one rank drives all eight GPUs: the whole machine */
+    plan_ok (&t, hwloc_topology_get_topology_cpuset (t.topo), gpus, 8, 1, &p);
+    assert_cpus (p.rank[0].cpuset, "0-255");
     dist_bind_plan_free (&p);
     dist_topo_destroy (&t);
 }
@@ -954,6 +1000,7 @@ int main (void)
         cmocka_unit_test (test_minicluster),
         cmocka_unit_test (test_dgxa100_gpu_order),
         cmocka_unit_test (test_dgxa100_package_fallback),
+        cmocka_unit_test (test_dgxa100_two_gpus_per_rank),
         cmocka_unit_test (test_32em64t_asymmetric),
         cmocka_unit_test (test_cts1_pascal_one_socket),
         cmocka_unit_test (test_coral_lassen_numa8),
