@@ -78,13 +78,18 @@ static void spread_over_numa (const struct dist_topo *t, hwloc_const_cpuset_t al
     int nnuma = hwloc_get_nbobjs_by_type (t->topo, HWLOC_OBJ_NUMANODE);
     hwloc_bitmap_t tmp = hwloc_bitmap_alloc ();
     long total = 0, r;
-    int i;
+    int i, nonempty = 0;
 
     for (i = 0; i < nnuma; i++) {
         hwloc_obj_t numa = hwloc_get_obj_by_type (t->topo, HWLOC_OBJ_NUMANODE, (unsigned) i);
         hwloc_bitmap_and (tmp, allowed, numa->cpuset);
         total += hwloc_bitmap_weight (tmp);
+        nonempty += !hwloc_bitmap_iszero (tmp);
     }
+    /* Fewer ranks than NUMA nodes: one place for all, divided in order, so
+     * that a lone rank keeps the whole step and not one NUMA node of it. */
+    if (ntasks < nonempty)
+        total = 0;
     for (r = 0; r < ntasks; r++) {
         long target = (2 * r + 1) * total / (2L * ntasks), seen = 0;
         where[r].loc = hwloc_get_root_obj (t->topo);

@@ -12,7 +12,8 @@
  *   Ranks that share a place divide it without overlap; only when there are
  *   more ranks than CPUs do they share.
  * - Without GPUs, ranks are spread over the NUMA nodes in rank order, in
- *   proportion to the step's CPUs on each.
+ *   proportion to the step's CPUs on each; with fewer ranks than NUMA
+ *   nodes, the step's CPUs are divided in order among them.
  * - The NIC is the RDMA device nearest to the rank's GPU (fewest hops in the
  *   topology tree), ties going to the least used.
  */

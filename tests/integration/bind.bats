@@ -129,6 +129,13 @@ visible_bus() {
     [[ $(field "${lines[1]}" MEMS) == 1 ]]
 }
 
+@test "the step's CPUs are the job's cores: one for -n1, the whole node with --exclusive" {
+    bind_step --dist-train -N1 -n1
+    [[ $(field "${lines[0]}" AFFINITY) == 0 && $(field "${lines[0]}" CPUS) == 0 ]]
+    bind_alloc -N1 --exclusive -- --dist-train -n1
+    [[ $(field "${lines[0]}" AFFINITY) == 0-1 && $(field "${lines[0]}" OMP) == 2 ]]
+}
+
 @test "without --dist-train nothing is bound" {
     bind_step -N1 -n2 --gres=gpu:4
     [[ $(field "${lines[0]}" CVD) == 0,1,2,3 && $(field "${lines[1]}" CVD) == 0,1,2,3 ]]

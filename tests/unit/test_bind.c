@@ -361,11 +361,32 @@ static void check_nics (const struct machine *m, const struct dist_topo *t,
 }
 
 /* Without GPUs: each rank on one NUMA node, in rank order, in proportion
- * to the step's CPUs there. */
+ * to the step's CPUs there; with fewer ranks than NUMA nodes, the step's
+ * CPUs divided among them in order, all of them used. */
 static void check_cpu_only (const struct machine *m, hwloc_const_cpuset_t allowed,
                             const struct dist_bind_plan *p)
 {
-    int T = p->ntasks, W = hwloc_bitmap_weight (allowed), r, i, last = -1;
+    int T = p->ntasks, W = hwloc_bitmap_weight (allowed), r, i, last = -1, nonempty = 0;
+
+    for (i = 0; i < m->nnuma; i++) {
+        hwloc_bitmap_t pus = bitmap (m->numa[i].pus);
+        nonempty += hwloc_bitmap_intersects (pus, allowed);
+        hwloc_bitmap_free (pus);
+    }
+    if (T < nonempty) {
+        hwloc_bitmap_t all = hwloc_bitmap_alloc ();
+        for (r = 0; r < T; r++) {
+            hwloc_bitmap_or (all, all, p->rank[r].cpuset);
+            if (r > 0)
+                assert_true (hwloc_bitmap_first (p->rank[r].cpuset)
+                             > hwloc_bitmap_last (p->rank[r - 1].cpuset)
+                             || hwloc_bitmap_first (p->rank[r].cpuset)
+                                > hwloc_bitmap_first (p->rank[r - 1].cpuset));
+        }
+        assert_true (hwloc_bitmap_isequal (all, allowed));
+        hwloc_bitmap_free (all);
+        return;
+    }
 
     for (r = 0; r < T && W >= T; r++) {
         int k;
