@@ -562,6 +562,33 @@ int dist_parse_index_list (const char *list, int *out, int max)
     }
 }
 
+int dist_step_gpus (const char *visible, const char *global, int *index,
+                    char (*tokens)[64], char *err, size_t errsz)
+{
+    int ntok, nidx;
+
+    if (visible == NULL || visible[0] == '\0' || strcmp (visible, "NoDevFiles") == 0)
+        return 0;
+    ntok = dist_split_list (visible, tokens, DIST_GPUS_MAX);
+    if (ntok < 0) {
+        snprintf (err, errsz, "CUDA_VISIBLE_DEVICES '%.64s' does not parse", visible);
+        return -1;
+    }
+    if (global == NULL)
+        global = visible;
+    nidx = dist_parse_index_list (global, index, DIST_GPUS_MAX);
+    if (nidx < 0) {
+        snprintf (err, errsz, "GPUs '%.64s' are not Slurm indices (UUID or MIG?)", global);
+        return -1;
+    }
+    if (nidx != ntok) {
+        snprintf (err, errsz, "SLURM_STEP_GPUS '%.64s' and CUDA_VISIBLE_DEVICES '%.64s' "
+                              "differ in length", global, visible);
+        return -1;
+    }
+    return nidx;
+}
+
 int dist_split_list (const char *list, char (*tokens)[64], int max)
 {
     const char *p = list;

@@ -68,6 +68,15 @@ int dist_bind_visible (const struct dist_bind_plan *plan, int local_rank, bool o
  * max entries. */
 int dist_parse_index_list (const char *list, int *out, int max);
 
+/* The step's GPUs from Slurm's environment: global indices (PCI order) from
+ * SLURM_STEP_GPUS (global, NULL if unset; else CUDA_VISIBLE_DEVICES holds
+ * them), and the names CUDA will see, position by position, from
+ * CUDA_VISIBLE_DEVICES (visible: indices, UUIDs, MIG ids).  Returns the
+ * count (0: no GPUs), or -1 with a message in err when they cannot be
+ * matched (e.g. UUIDs without SLURM_STEP_GPUS). */
+int dist_step_gpus (const char *visible, const char *global, int *index,
+                    char (*tokens)[64], char *err, size_t errsz);
+
 /* Split a comma list (CUDA_VISIBLE_DEVICES) into at most max tokens of
  * fewer than tokmax characters each; returns the count, -1 if it does not
  * fit. */

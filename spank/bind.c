@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <hwloc.h>
 #include <hwloc/glibc-sched.h>
@@ -36,9 +37,17 @@ static struct {
     int ntasks;
     struct task_binding *task;
     char warning[DIST_ERR_MAX];   /* why binding was skipped or limited */
+    double load_us, plan_us;      /* for verbose: what planning cost here */
 } node;
 
 /* Keep the first problem; local rank 0 reports it. */
+static double now_us (void)
+{
+    struct timespec ts;
+    clock_gettime (CLOCK_MONOTONIC, &ts);
+    return (double) ts.tv_sec * 1e6 + (double) ts.tv_nsec / 1e3;
+}
+
 static void warn (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
 static void warn (const char *fmt, ...)
 {
@@ -55,31 +64,18 @@ static void warn (const char *fmt, ...)
  * CUDA_VISIBLE_DEVICES that name them, position by position. */
 static int step_gpus (spank_t sp, int *index, char (*tokens)[64])
 {
-    char visible[GPU_LIST_MAX], global[GPU_LIST_MAX];
-    int ntok, nidx;
+    char visible[GPU_LIST_MAX], global[GPU_LIST_MAX], err[DIST_ERR_MAX];
+    bool have_visible, have_global;
+    int n;
 
-    if (spank_getenv (sp, "CUDA_VISIBLE_DEVICES", visible, sizeof (visible)) != ESPANK_SUCCESS
-        || visible[0] == '\0' || strcmp (visible, "NoDevFiles") == 0)
-        return 0;
-    ntok = dist_split_list (visible, tokens, DIST_GPUS_MAX);
-    if (ntok < 0) {
-        warn ("CUDA_VISIBLE_DEVICES '%.64s' does not parse: GPUs left as Slurm set them", visible);
-        return -1;
-    }
-    if (spank_getenv (sp, "SLURM_STEP_GPUS", global, sizeof (global)) != ESPANK_SUCCESS)
-        snprintf (global, sizeof (global), "%s", visible);
-    nidx = dist_parse_index_list (global, index, DIST_GPUS_MAX);
-    if (nidx < 0) {
-        warn ("GPUs '%.64s' are not Slurm indices (UUID or MIG?): GPUs left as Slurm set them",
-              global);
-        return -1;
-    }
-    if (nidx != ntok) {
-        warn ("SLURM_STEP_GPUS and CUDA_VISIBLE_DEVICES differ in length (%.64s): GPUs left "
-              "as Slurm set them", global);
-        return -1;
-    }
-    return nidx;
+    have_visible = spank_getenv (sp, "CUDA_VISIBLE_DEVICES", visible, sizeof (visible))
+                   == ESPANK_SUCCESS;
+    have_global = spank_getenv (sp, "SLURM_STEP_GPUS", global, sizeof (global)) == ESPANK_SUCCESS;
+    n = dist_step_gpus (have_visible ? visible : NULL, have_global ? global : NULL, index,
+                        tokens, err, sizeof (err));
+    if (n < 0)
+        warn ("%.200s: GPUs left as Slurm set them", err);
+    return n;
 }
 
 /* The step's CPUs on this node: the job's cores, narrowed by what
@@ -173,16 +169,19 @@ void dist_train_bind_plan (spank_t sp)
     int index[DIST_GPUS_MAX], ngpus, r;
     uint32_t ntasks;
     hwloc_bitmap_t allowed = NULL, here = NULL;
+    double t0, t1;
 
     memset (&node, 0, sizeof (node));
     if (dist_config_bind (&dist_train.cfg) == DIST_BIND_NONE)
         return;
     if (spank_get_item (sp, S_JOB_LOCAL_TASK_COUNT, &ntasks) != ESPANK_SUCCESS || ntasks == 0)
         return;
+    t0 = now_us ();
     if (dist_topo_load (&t, dist_train.cfg.topology, err, sizeof (err)) < 0) {
         warn ("%.200s: not bound", err);
         return;
     }
+    t1 = now_us ();
     allowed = hwloc_bitmap_alloc ();
     here = hwloc_bitmap_alloc ();
     if (allowed == NULL || here == NULL || step_cpus (sp, &t, allowed, here) < 0)
@@ -194,6 +193,8 @@ void dist_train_bind_plan (spank_t sp)
         warn ("%.200s: not bound", err);
         goto out;
     }
+    node.load_us = t1 - t0;
+    node.plan_us = now_us () - t1;
     node.task = calloc (ntasks, sizeof (*node.task));
     if (node.task != NULL) {
         node.ntasks = (int) ntasks;
@@ -240,6 +241,8 @@ static void report (spank_t sp, int local_rank, bool cpus_theirs, bool gpus_thei
     if (cpus_theirs)
         slurm_spank_log ("%s: %s: --cpu-bind given: CPUs left as Slurm bound them",
                          PLUGIN_NAME, host);
+    slurm_spank_log ("%s: %s: binding planned in %.0f us (topology loaded in %.0f us)",
+                     PLUGIN_NAME, host, node.plan_us, node.load_us);
     slurm_spank_log ("%s: %s:   LOCAL_RANK  RANK  GPUS  CPUS  MEMS  NIC", PLUGIN_NAME, host);
     for (r = 0; r < node.ntasks && r < 64; r++) {
         const struct task_binding *tb = &node.task[r];
@@ -257,6 +260,7 @@ void dist_train_bind_task (spank_t sp, int local_rank, uint32_t *omp_threads)
     enum dist_bind mode = dist_config_bind (&dist_train.cfg);
     bool cpus_theirs = user_bound_cpus (sp), gpus_theirs = user_bound_gpus (sp);
     struct task_binding *tb;
+    double t0;
 
     if (local_rank == 0 && node.warning[0] != '\0') {
         char host[64] = "?";
@@ -268,6 +272,7 @@ void dist_train_bind_task (spank_t sp, int local_rank, uint32_t *omp_threads)
     if (dist_train.cfg.verbose && local_rank == 0)
         report (sp, local_rank, cpus_theirs, gpus_theirs);
     tb = &node.task[local_rank];
+    t0 = now_us ();
 
     if (tb->visible != NULL && !gpus_theirs && mode != DIST_BIND_CPU) {
         spank_setenv (sp, "CUDA_VISIBLE_DEVICES", tb->visible, 1);
@@ -292,5 +297,11 @@ void dist_train_bind_task (spank_t sp, int local_rank, uint32_t *omp_threads)
             snprintf (value, sizeof (value), "%s:1", tb->nic);
             spank_setenv (sp, "UCX_NET_DEVICES", value, 0);
         }
+    }
+    if (dist_train.cfg.verbose && local_rank == 0) {
+        char host[64] = "?";
+        (void) spank_getenv (sp, "SLURMD_NODENAME", host, sizeof (host));
+        slurm_spank_log ("%s: %s: local rank 0's binding applied in %.0f us", PLUGIN_NAME,
+                         host, now_us () - t0);
     }
 }

@@ -181,12 +181,15 @@ visible_bus() {
     [[ $err == *"CPUs left as Slurm bound them"* ]]
 }
 
-@test "verbose: each node's binding table" {
+@test "verbose: each node's binding table, and what planning and applying cost" {
     bind_step --dist-train=verbose -N2 -n4 --gres=gpu:4
     echo "$err"
     [[ $(grep -c 'dist-train: node[12]:   LOCAL_RANK  RANK  GPUS' <<<"$err") -eq 2 ]]
     grep -q "dist-train: node2:   1 *3 *${BUS[2]},${BUS[3]}  1  1  mlx5_0" <<<"$err"
+    grep -q "dist-train: node1: binding planned in [0-9]* us (topology loaded in [0-9]* us)" <<<"$err"
+    grep -q "dist-train: node2: local rank 0's binding applied in [0-9]* us" <<<"$err"
 }
+
 
 @test "a broken topology file: the step runs with the environment only, and a warning says why" {
     head -c 300 "$XML" > "$BATS_FILE_TMPDIR/broken.xml"

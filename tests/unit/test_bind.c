@@ -921,6 +921,40 @@ static void test_index_list_bad (void **state)
     assert_int_equal (dist_parse_index_list (digits, out, 64), -1);
 }
 
+/* Slurm's GPU variables: global and local indices, UUIDs, MIG ids, junk. */
+static void test_step_gpus (void **state)
+{
+    char tokens[DIST_GPUS_MAX][64], err[256];
+    int index[DIST_GPUS_MAX];
+
+    /* unconstrained: CUDA_VISIBLE_DEVICES holds the global indices */
+    assert_int_equal (dist_step_gpus ("2,3", "2,3", index, tokens, err, sizeof (err)), 2);
+    assert_int_equal (index[0], 2);
+    assert_string_equal (tokens[1], "3");
+    /* ConstrainDevices: local indices, matched by position */
+    assert_int_equal (dist_step_gpus ("0,1", "4,6", index, tokens, err, sizeof (err)), 2);
+    assert_int_equal (index[1], 6);
+    assert_string_equal (tokens[1], "1");
+    /* UUIDs with SLURM_STEP_GPUS: the names are kept as they are */
+    assert_int_equal (dist_step_gpus ("GPU-5d7f9a1c,GPU-77aa0b2e", "0,1", index, tokens, err,
+                                      sizeof (err)), 2);
+    assert_string_equal (tokens[0], "GPU-5d7f9a1c");
+    /* no GPUs */
+    assert_int_equal (dist_step_gpus (NULL, NULL, index, tokens, err, sizeof (err)), 0);
+    assert_int_equal (dist_step_gpus ("", "0", index, tokens, err, sizeof (err)), 0);
+    assert_int_equal (dist_step_gpus ("NoDevFiles", NULL, index, tokens, err, sizeof (err)), 0);
+    /* UUID or MIG ids without Slurm's indices: cannot be placed */
+    assert_int_equal (dist_step_gpus ("GPU-5d7f9a1c,MIG-2b4e6f80", NULL, index, tokens, err,
+                                      sizeof (err)), -1);
+    assert_non_null (strstr (err, "UUID or MIG"));
+    /* MIG instances: more names than Slurm's GPUs */
+    assert_int_equal (dist_step_gpus ("MIG-a,MIG-b,MIG-c", "0", index, tokens, err,
+                                      sizeof (err)), -1);
+    assert_non_null (strstr (err, "differ in length"));
+    assert_int_equal (dist_step_gpus ("0,,1", "0,1", index, tokens, err, sizeof (err)), -1);
+    assert_non_null (strstr (err, "does not parse"));
+}
+
 static void test_split_list (void **state)
 {
     char tok[100][64], list[8000], longtok[100];
@@ -1034,6 +1068,7 @@ int main (void)
         cmocka_unit_test (test_index_list),
         cmocka_unit_test (test_index_list_bad),
         cmocka_unit_test (test_split_list),
+        cmocka_unit_test (test_step_gpus),
         cmocka_unit_test (test_cores_cpuset),
         cmocka_unit_test (test_cores_cpuset_bad),
     };
