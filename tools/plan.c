@@ -128,7 +128,7 @@ int main (int argc, char **argv)
         return 1;
     }
     printf ("topology %s: %d PUs, %d NUMA nodes, %d GPUs, %d RDMA NICs\n",
-            xml != NULL ? xml : "(this machine)",
+            xml != NULL ? xml : getenv ("HWLOC_XMLFILE") != NULL ? getenv ("HWLOC_XMLFILE") : "(this machine)",
             hwloc_get_nbobjs_by_type (t.topo, HWLOC_OBJ_PU),
             hwloc_get_nbobjs_by_type (t.topo, HWLOC_OBJ_NUMANODE), t.ngpus, t.nnics);
     print_plan (&t, step_gpu, &plan);
