@@ -1,11 +1,11 @@
 /* bind.c - compute each local rank's GPUs, CPUs, NUMA nodes and NIC. */
 #define _GNU_SOURCE /* qsort_r */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bind.h"
+#include "ranges.h"
 
 #define TREE_DEPTH_MAX 128
 
@@ -519,47 +519,31 @@ int dist_bind_visible (const struct dist_bind_plan *plan, int local_rank, bool o
 
 /* ---- Slurm's lists ---------------------------------------------------- */
 
-static int parse_index (const char **p, long *v)
-{
-    char *end;
+struct index_list {
+    int *out;
+    int n, max;
+};
 
-    if (**p < '0' || **p > '9')
-        return -1;
-    errno = 0;
-    *v = strtol (*p, &end, 10);
-    if (errno != 0 || *v > 4095)
-        return -1;
-    *p = end;
+static int add_indices (long lo, long hi, void *arg)
+{
+    struct index_list *l = arg;
+    long v;
+
+    for (v = lo; v <= hi; v++) {
+        if (l->n == l->max)
+            return -1;
+        l->out[l->n++] = (int) v;
+    }
     return 0;
 }
 
 int dist_parse_index_list (const char *list, int *out, int max)
 {
-    const char *p = list;
-    int n = 0;
+    struct index_list l = { out, 0, max };
 
-    if (list == NULL || *list == '\0')
+    if (dist_ranges_parse (list, 4095, add_indices, &l) < 0)
         return -1;
-    for (;;) {
-        long lo, hi, v;
-        if (parse_index (&p, &lo) < 0)
-            return -1;
-        hi = lo;
-        if (*p == '-') {
-            p++;
-            if (parse_index (&p, &hi) < 0 || hi < lo)
-                return -1;
-        }
-        for (v = lo; v <= hi; v++) {
-            if (n == max)
-                return -1;
-            out[n++] = (int) v;
-        }
-        if (*p == '\0')
-            return n;
-        if (*p++ != ',')
-            return -1;
-    }
+    return l.n;
 }
 
 int dist_step_gpus (const char *visible, const char *global, int *index,

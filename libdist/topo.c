@@ -1,10 +1,10 @@
 /* topo.c - load a node's topology and find its GPUs and RDMA NICs. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include "ranges.h"
 #include "topo.h"
 
 #define PCI_VENDOR_NVIDIA 0x10de
@@ -120,44 +120,10 @@ void dist_topo_destroy (struct dist_topo *t)
 
 #define CORE_ID_MAX 65535
 
-static int parse_core_id (const char **p, long *v)
+static int add_cores (long lo, long hi, void *arg)
 {
-    char *end;
-
-    if (**p < '0' || **p > '9')
-        return -1;
-    errno = 0;
-    *v = strtol (*p, &end, 10);
-    if (errno != 0 || *v > CORE_ID_MAX)
-        return -1;
-    *p = end;
+    hwloc_bitmap_set_range (arg, (unsigned) lo, (int) hi);
     return 0;
-}
-
-/* Slurm's "0-3,8", strictly: hwloc_bitmap_list_sscanf takes "-5" for an
- * endless loop, wraps 4294967296 to 0 and takes "1-0" for nothing. */
-static int parse_core_list (const char *list, hwloc_bitmap_t ids)
-{
-    const char *p = list;
-
-    if (list == NULL || *list == '\0')
-        return -1;
-    for (;;) {
-        long lo, hi;
-        if (parse_core_id (&p, &lo) < 0)
-            return -1;
-        hi = lo;
-        if (*p == '-') {
-            p++;
-            if (parse_core_id (&p, &hi) < 0 || hi < lo)
-                return -1;
-        }
-        hwloc_bitmap_set_range (ids, (unsigned) lo, (int) hi);
-        if (*p == '\0')
-            return 0;
-        if (*p++ != ',')
-            return -1;
-    }
 }
 
 int dist_topo_cores_cpuset (const struct dist_topo *t, const char *cores,
@@ -173,7 +139,7 @@ int dist_topo_cores_cpuset (const struct dist_topo *t, const char *cores,
         snprintf (err, errsz, "out of memory reading Slurm's core list");
         return -1;
     }
-    if (parse_core_list (cores, ids) < 0) {
+    if (dist_ranges_parse (cores, CORE_ID_MAX, add_cores, ids) < 0) {
         snprintf (err, errsz, "Slurm's core list '%.64s' does not parse", cores ? cores : "");
         hwloc_bitmap_free (ids);
         return -1;
