@@ -1,0 +1,184 @@
+/* Unit tests for shim/wire.c: key names, frames, the preemption vote, settings. */
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "shim/dtshim.h"
+#include "shim/wire.h"
+
+static void key_names_are_numbered(void **state)
+{
+	char key[PMIX_MAX_KEYLEN + 1], tiny[8];
+
+	assert_int_equal(shim_key(key, sizeof(key), 0), DTSHIM_OK);
+	assert_string_equal(key, "dtshim.0");
+	assert_int_equal(shim_key(key, sizeof(key), 18446744073709551615ULL), DTSHIM_OK);
+	assert_string_equal(key, "dtshim.18446744073709551615");
+	/* Every key fits PMIx's limit, even for the last sequence number. */
+	assert_true(strlen(key) <= PMIX_MAX_KEYLEN);
+	assert_int_equal(shim_key(tiny, sizeof(tiny), 12), DTSHIM_ERR_INVALID);
+}
+
+static void frame_round_trip(void **state)
+{
+	uint8_t frame[SHIM_FRAME_HEADER + 5];
+	const uint8_t *payload;
+	uint64_t size;
+
+	shim_frame_header(frame, SHIM_OP_ALLGATHER, 5);
+	memcpy(frame + SHIM_FRAME_HEADER, "hello", 5);
+	assert_int_equal(shim_frame_parse(frame, sizeof(frame), SHIM_OP_ALLGATHER, &payload, &size),
+	                 DTSHIM_OK);
+	assert_int_equal(size, 5);
+	assert_memory_equal(payload, "hello", 5);
+}
+
+static void frame_of_zero_bytes(void **state)
+{
+	uint8_t frame[SHIM_FRAME_HEADER];
+	const uint8_t *payload;
+	uint64_t size = 99;
+
+	shim_frame_header(frame, SHIM_OP_BROADCAST, 0);
+	assert_int_equal(shim_frame_parse(frame, sizeof(frame), SHIM_OP_BROADCAST, &payload, &size),
+	                 DTSHIM_OK);
+	assert_int_equal(size, 0);
+}
+
+static void frame_size_is_little_endian(void **state)
+{
+	uint8_t frame[SHIM_FRAME_HEADER];
+
+	shim_frame_header(frame, SHIM_OP_GATHER, 0x0102030405ULL);
+	assert_int_equal(frame[8], 0x05);
+	assert_int_equal(frame[12], 0x01);
+	assert_int_equal(frame[15], 0x00);
+}
+
+static void frame_of_another_collective_is_a_mismatch(void **state)
+{
+	uint8_t frame[SHIM_FRAME_HEADER + 1] = { 0 };
+	const uint8_t *payload;
+	uint64_t size;
+
+	shim_frame_header(frame, SHIM_OP_BROADCAST, 1);
+	assert_int_equal(shim_frame_parse(frame, sizeof(frame), SHIM_OP_ALLGATHER, &payload, &size),
+	                 DTSHIM_ERR_MISMATCH);
+}
+
+static void frame_truncated_or_foreign_is_rejected(void **state)
+{
+	uint8_t frame[SHIM_FRAME_HEADER + 8];
+	const uint8_t *payload;
+	uint64_t size;
+
+	shim_frame_header(frame, SHIM_OP_ALLGATHERV, 8);
+	assert_int_equal(shim_frame_parse(frame, sizeof(frame) - 1, SHIM_OP_ALLGATHERV, &payload,
+	                                  &size), DTSHIM_ERR_PMIX);
+	assert_int_equal(shim_frame_parse(frame, 4, SHIM_OP_ALLGATHERV, &payload, &size),
+	                 DTSHIM_ERR_PMIX);
+	assert_int_equal(shim_frame_parse(NULL, 0, SHIM_OP_ALLGATHERV, &payload, &size),
+	                 DTSHIM_ERR_PMIX);
+	frame[0] = 'X';
+	assert_int_equal(shim_frame_parse(frame, sizeof(frame), SHIM_OP_ALLGATHERV, &payload,
+	                                  &size), DTSHIM_ERR_PMIX);
+}
+
+static void preempt_vote_is_an_or(void **state)
+{
+	const uint8_t none[4] = { 0, 0, 0, 0 }, one[4] = { 0, 0, 1, 0 }, last[3] = { 0, 0, 1 };
+
+	assert_int_equal(shim_preempt_combine(none, 4), 0);
+	assert_int_equal(shim_preempt_combine(one, 4), 1);
+	assert_int_equal(shim_preempt_combine(last, 3), 1);
+	assert_int_equal(shim_preempt_combine(one, 2), 0);
+	assert_int_equal(shim_preempt_combine(NULL, 0), 0);
+}
+
+static void timeout_parsing(void **state)
+{
+	double s = -1;
+
+	assert_int_equal(shim_parse_timeout("300", &s), 0);
+	assert_true(s == 300.0);
+	assert_int_equal(shim_parse_timeout("2.5", &s), 0);
+	assert_true(s == 2.5);
+	assert_int_equal(shim_parse_timeout("0", &s), 0);
+	assert_true(s == 0.0);
+	assert_int_equal(shim_parse_timeout("-1", &s), -1);
+	assert_int_equal(shim_parse_timeout("10s", &s), -1);
+	assert_int_equal(shim_parse_timeout("", &s), -1);
+	assert_int_equal(shim_parse_timeout("nan", &s), -1);
+	assert_int_equal(shim_parse_timeout("inf", &s), -1);
+	assert_int_equal(shim_parse_timeout(NULL, &s), -1);
+}
+
+static void signal_parsing(void **state)
+{
+	int signo = -1;
+
+	assert_int_equal(shim_parse_signal("USR2", &signo), 0);
+	assert_int_equal(signo, SIGUSR2);
+	assert_int_equal(shim_parse_signal("sigusr1", &signo), 0);
+	assert_int_equal(signo, SIGUSR1);
+	assert_int_equal(shim_parse_signal("10", &signo), 0);
+	assert_int_equal(signo, 10);
+	assert_int_equal(shim_parse_signal("none", &signo), 0);
+	assert_int_equal(signo, 0);
+	assert_int_equal(shim_parse_signal("KILL", &signo), -1);
+	assert_int_equal(shim_parse_signal("9", &signo), -1);
+	assert_int_equal(shim_parse_signal("15", &signo), -1);
+	assert_int_equal(shim_parse_signal("TERM", &signo), -1);
+	assert_int_equal(shim_parse_signal("12x", &signo), -1);
+	assert_int_equal(shim_parse_signal("", &signo), -1);
+}
+
+static void integer_facts_of_any_width(void **state)
+{
+	pmix_value_t v;
+	int n = -1;
+
+	v.type = PMIX_UINT16;
+	v.data.uint16 = 3;
+	assert_int_equal(shim_value_int(&v, &n), 0);
+	assert_int_equal(n, 3);
+	/* Slurm registers PMIX_APPNUM as a signed int. */
+	v.type = PMIX_INT;
+	v.data.integer = 7;
+	assert_int_equal(shim_value_int(&v, &n), 0);
+	assert_int_equal(n, 7);
+	v.data.integer = -1;
+	assert_int_equal(shim_value_int(&v, &n), -1);
+	v.type = PMIX_UINT32;
+	v.data.uint32 = 4000000000U;
+	assert_int_equal(shim_value_int(&v, &n), -1);
+	v.type = PMIX_PROC_RANK;
+	v.data.rank = PMIX_RANK_WILDCARD;
+	assert_int_equal(shim_value_int(&v, &n), -1);
+	v.type = PMIX_STRING;
+	v.data.string = "5";
+	assert_int_equal(shim_value_int(&v, &n), -1);
+	assert_int_equal(shim_value_int(NULL, &n), -1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(key_names_are_numbered),
+		cmocka_unit_test(frame_round_trip),
+		cmocka_unit_test(frame_of_zero_bytes),
+		cmocka_unit_test(frame_size_is_little_endian),
+		cmocka_unit_test(frame_of_another_collective_is_a_mismatch),
+		cmocka_unit_test(frame_truncated_or_foreign_is_rejected),
+		cmocka_unit_test(preempt_vote_is_an_or),
+		cmocka_unit_test(timeout_parsing),
+		cmocka_unit_test(signal_parsing),
+		cmocka_unit_test(integer_facts_of_any_width),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
