@@ -87,7 +87,8 @@ const char *dtshim_chief_host(void);
 
 /* A numeric address of the chief's node (IPv4 preferred), never loopback: the chief's host
  * name resolved, or MASTER_ADDR when the name resolves only to loopback and the SPANK plugin
- * set it. Written with its terminating NUL into buf of len bytes. Not collective. */
+ * set it (127.0.0.1 in a world of one without PMIx). Written with its terminating NUL into
+ * buf of len bytes. Not collective. */
 int dtshim_chief_addr(char *buf, size_t len);
 
 /* Deadline of every collective that follows, in seconds (0 = wait forever). A collective

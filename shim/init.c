@@ -190,6 +190,8 @@ int dtshim_init(void)
 		return rv;
 	}
 	shim_world.seq = 0;
+	shim_world.chunks_stored = 0;
+	shim_world.first_chunk_len = 0;
 	shim_world.broken = false;
 	shim_world.initialized = true;
 	return DTSHIM_OK;
@@ -263,6 +265,10 @@ int dtshim_chief_addr(char *buf, size_t len)
 	} else if ((master = getenv("MASTER_ADDR")) != NULL && *master != '\0') {
 		/* The SPANK plugin's choice, made from Slurm's NodeAddr for the same node. */
 		if ((size_t)snprintf(buf, len, "%s", master) >= len)
+			rv = DTSHIM_ERR_INVALID;
+	} else if (!shim_world.pmix) {
+		/* A world of one: every peer is this process, loopback reaches it. */
+		if ((size_t)snprintf(buf, len, "127.0.0.1") >= len)
 			rv = DTSHIM_ERR_INVALID;
 	} else {
 		rv = shim_fail(DTSHIM_ERR_NO_ADDRESS, "%s: %s", shim_world.chief_host,

@@ -9,6 +9,7 @@ shim_libdtshim_la_SOURCES = \
 	shim/wire.c shim/wire.h \
 	shim/init.c \
 	shim/collective.c \
+	shim/exchange.c \
 	shim/preempt.c \
 	shim/nccl.c
 shim_libdtshim_la_CPPFLAGS = $(AM_CPPFLAGS) $(PMIX_CFLAGS)

@@ -129,11 +129,10 @@ void dtshim_request_preempt(void)
 
 int dtshim_should_preempt(void)
 {
-	const uint8_t *payload;
-	pmix_value_t *v;
+	struct shim_piece *votes = NULL;
 	uint8_t flag, *flags = NULL;
-	uint64_t seq, got;
-	int rv;
+	uint64_t seq;
+	int rv, n = shim_world.size;
 
 	if ((rv = shim_begin(&seq)) != DTSHIM_OK)
 		return rv;
@@ -145,20 +144,21 @@ int dtshim_should_preempt(void)
 		decided = flag;
 		goto out;
 	}
-	if ((flags = calloc((size_t)shim_world.size, 1)) == NULL) {
+	votes = calloc((size_t)n, sizeof(*votes));
+	flags = calloc((size_t)n, 1);
+	if (votes == NULL || flags == NULL) {
 		rv = DTSHIM_ERR_NO_MEMORY;
 		goto out;
 	}
-	if ((rv = shim_exchange(SHIM_OP_PREEMPT, &flag, 1, true, seq)) != DTSHIM_OK)
+	if ((rv = shim_exchange(SHIM_OP_PREEMPT, &flag, 1, true, seq)) != DTSHIM_OK ||
+	    (rv = shim_read(SHIM_OP_PREEMPT, seq, 0, n, votes)) != DTSHIM_OK)
 		goto out;
-	for (int r = 0; r < shim_world.size; r++) {
-		if ((rv = shim_read(r, SHIM_OP_PREEMPT, seq, &v, &payload, &got)) != DTSHIM_OK)
-			goto out;
-		flags[r] = got == 1 && payload[0] != 0;
-		PMIX_VALUE_RELEASE(v);
-	}
-	decided = shim_preempt_combine(flags, (size_t)shim_world.size);
+	for (int r = 0; r < n; r++)
+		flags[r] = votes[r].size == 1 && votes[r].bytes[0] != 0;
+	shim_pieces_free(votes, n);
+	decided = shim_preempt_combine(flags, (size_t)n);
 out:
+	free(votes);
 	free(flags);
 	shim_end();
 	return rv != DTSHIM_OK ? rv : decided;

@@ -15,37 +15,63 @@
 
 static const uint8_t frame_magic[4] = { 'D', 'T', 'S', '1' };
 
-int shim_key(char *buf, size_t len, uint64_t seq)
+size_t shim_chunk_count(size_t frame_len)
 {
-	int n = snprintf(buf, len, "dtshim.%llu", (unsigned long long)seq);
+	return frame_len == 0 ? 1 : (frame_len + SHIM_CHUNK - 1) / SHIM_CHUNK;
+}
+
+size_t shim_chunk_len(size_t frame_len, size_t i)
+{
+	if (i * SHIM_CHUNK >= frame_len)
+		return 0;
+	return frame_len - i * SHIM_CHUNK < SHIM_CHUNK ? frame_len - i * SHIM_CHUNK : SHIM_CHUNK;
+}
+
+int shim_key(char *buf, size_t len, size_t chunk)
+{
+	int n = snprintf(buf, len, "dtshim.%zu", chunk);
 
 	return (n < 0 || (size_t)n >= len) ? DTSHIM_ERR_INVALID : DTSHIM_OK;
 }
 
-void shim_frame_header(uint8_t *out, enum shim_op op, uint64_t size)
+static void put_u64(uint8_t *out, uint64_t v)
+{
+	/* Little-endian on the wire, whatever the hosts are. */
+	for (int i = 0; i < 8; i++)
+		out[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t get_u64(const uint8_t *in)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < 8; i++)
+		v |= (uint64_t)in[i] << (8 * i);
+	return v;
+}
+
+void shim_frame_header(uint8_t *out, enum shim_op op, uint64_t seq, uint64_t size)
 {
 	memcpy(out, frame_magic, sizeof(frame_magic));
 	out[4] = (uint8_t)op;
 	out[5] = out[6] = out[7] = 0;
-	/* Little-endian on the wire, whatever the hosts are. */
-	for (int i = 0; i < 8; i++)
-		out[8 + i] = (uint8_t)(size >> (8 * i));
+	put_u64(out + 8, size);
+	put_u64(out + 16, seq);
 }
 
-int shim_frame_parse(const uint8_t *frame, size_t len, enum shim_op op, const uint8_t **payload,
+int shim_frame_parse(const uint8_t *chunk, size_t len, enum shim_op op, uint64_t seq,
                      uint64_t *size)
 {
-	uint64_t n = 0;
+	uint64_t n;
 
-	if (frame == NULL || len < SHIM_FRAME_HEADER || memcmp(frame, frame_magic, 4) != 0)
+	if (chunk == NULL || len < SHIM_FRAME_HEADER || memcmp(chunk, frame_magic, 4) != 0)
 		return DTSHIM_ERR_PMIX;
-	if (frame[4] != (uint8_t)op)
+	if (chunk[4] != (uint8_t)op || get_u64(chunk + 16) != seq)
 		return DTSHIM_ERR_MISMATCH;
-	for (int i = 0; i < 8; i++)
-		n |= (uint64_t)frame[8 + i] << (8 * i);
-	if (n != len - SHIM_FRAME_HEADER)
+	n = get_u64(chunk + 8);
+	if (n > SIZE_MAX - SHIM_FRAME_HEADER ||
+	    len != shim_chunk_len(SHIM_FRAME_HEADER + (size_t)n, 0))
 		return DTSHIM_ERR_PMIX;
-	*payload = frame + SHIM_FRAME_HEADER;
 	*size = n;
 	return DTSHIM_OK;
 }

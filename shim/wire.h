@@ -8,10 +8,16 @@
 
 #include <pmix_common.h>
 
-/* Every contribution is a frame: a 16-byte header, then the payload. The header names the
- * collective, so ranks that call different collectives at the same step find out, and
- * carries the payload's size, so a 0-byte contribution is still a non-empty PMIx value. */
-#define SHIM_FRAME_HEADER 16
+/* Every contribution is a frame: a 24-byte header, then the payload. The header names the
+ * collective and its sequence number, so ranks that call different collectives at the same
+ * step find out, and a value left from an earlier call is never taken for this one; it
+ * carries the payload's size, so a 0-byte contribution is still a non-empty PMIx value.
+ *
+ * The keys themselves are reused from call to call ("dtshim.0", "dtshim.1" ... one per
+ * chunk): a fence with data collection ships every value a rank ever put, so keys named
+ * after the sequence number would make each call carry all earlier ones (measured: 58 MB
+ * per fence after a few hundred calls, until Slurm's PMIx failed to send it). */
+#define SHIM_FRAME_HEADER 24
 
 enum shim_op {
 	SHIM_OP_BROADCAST = 1,
@@ -24,16 +30,26 @@ enum shim_op {
 	SHIM_OP_BROADCASTV = 8,
 };
 
-/* The PMIx key of the collective numbered seq: "dtshim.<seq>". */
-int shim_key(char *buf, size_t len, uint64_t seq);
+/* A frame larger than SHIM_CHUNK is put as several PMIx values: Slurm's PMIx server keeps
+ * each value in one shared-memory segment, which holds 4 MiB by default. */
+#define SHIM_CHUNK ((size_t)1 << 20)
 
-/* Write the header for op and a payload of size bytes into out (SHIM_FRAME_HEADER bytes). */
-void shim_frame_header(uint8_t *out, enum shim_op op, uint64_t size);
+/* Chunks of a frame of frame_len bytes, and the length of chunk i. */
+size_t shim_chunk_count(size_t frame_len);
+size_t shim_chunk_len(size_t frame_len, size_t i);
 
-/* Check a frame of len bytes from a peer against op; on success set *payload and *size.
- * DTSHIM_ERR_MISMATCH when the peer called another collective, DTSHIM_ERR_PMIX when the frame
- * is not one of ours or is truncated. */
-int shim_frame_parse(const uint8_t *frame, size_t len, enum shim_op op, const uint8_t **payload,
+/* The PMIx key of chunk i of a contribution: "dtshim.<i>". */
+int shim_key(char *buf, size_t len, size_t chunk);
+
+/* Write the header of collective seq, op, with a payload of size bytes into out
+ * (SHIM_FRAME_HEADER bytes). */
+void shim_frame_header(uint8_t *out, enum shim_op op, uint64_t seq, uint64_t size);
+
+/* Check the first chunk (len bytes) of a peer's frame against collective seq and op; on
+ * success set *size to the payload's size. DTSHIM_ERR_MISMATCH when the peer called another
+ * collective or has not contributed to this one, DTSHIM_ERR_PMIX when the chunk is not one
+ * of ours or has the wrong length. */
+int shim_frame_parse(const uint8_t *chunk, size_t len, enum shim_op op, uint64_t seq,
                      uint64_t *size);
 
 /* The preemption vote: 1 when any of the n flags is set. */
