@@ -145,31 +145,17 @@ int shim_fence(uint64_t seq)
 	return fence(false, seq);
 }
 
-/* Put size bytes at bytes under the key of chunk c. */
-static pmix_status_t put_chunk(size_t c, const uint8_t *bytes, size_t size)
+/* Put size bytes at bytes under the key of chunk c of collective seq. */
+static pmix_status_t put_chunk(uint64_t seq, size_t c, const uint8_t *bytes, size_t size)
 {
 	char key[PMIX_MAX_KEYLEN + 1];
 	pmix_value_t value;
 
-	shim_key(key, sizeof(key), c);
+	shim_key(key, sizeof(key), seq, c);
 	value.type = PMIX_BYTE_OBJECT;
 	value.data.bo.bytes = (char *)bytes;
 	value.data.bo.size = size;
 	return PMIx_Put(PMIX_GLOBAL, key, &value);
-}
-
-/* A fence ships every value this rank holds in the server: replace the chunks that an
- * earlier, larger contribution left beyond the first `keep` with one byte each. */
-static pmix_status_t shrink_stored(size_t keep)
-{
-	static const uint8_t cleared = 0;
-	pmix_status_t rc = PMIX_SUCCESS;
-
-	for (size_t c = keep; c < shim_world.chunks_stored && rc == PMIX_SUCCESS; c++)
-		rc = put_chunk(c, &cleared, 1);
-	if (rc == PMIX_SUCCESS && shim_world.chunks_stored > keep)
-		shim_world.chunks_stored = keep;
-	return rc;
 }
 
 int shim_exchange(enum shim_op op, const void *payload, size_t size, bool contribute,
@@ -179,35 +165,19 @@ int shim_exchange(enum shim_op op, const void *payload, size_t size, bool contri
 	uint8_t *frame;
 	pmix_status_t rc = PMIX_SUCCESS;
 
-	if (!contribute) {
-		/* A large first chunk left from earlier would travel with every fence too. */
-		if (shim_world.chunks_stored > 1 || shim_world.first_chunk_len > 4096) {
-			rc = shrink_stored(0);
-			shim_world.first_chunk_len = 1;
-			if (rc == PMIX_SUCCESS)
-				rc = PMIx_Commit();
-			if (rc != PMIX_SUCCESS)
-				return shim_fail(DTSHIM_ERR_PMIX, "clearing earlier values: %s",
-				                 PMIx_Error_string(rc));
-		}
+	if (!contribute)
 		return fence(true, seq);
-	}
 	if ((frame = malloc(frame_len)) == NULL)
 		return DTSHIM_ERR_NO_MEMORY;
 	shim_frame_header(frame, op, seq, size);
 	if (size > 0)
 		memcpy(frame + SHIM_FRAME_HEADER, payload, size);
 	for (size_t c = 0; c < chunks && rc == PMIX_SUCCESS; c++)
-		rc = put_chunk(c, frame + c * SHIM_CHUNK, shim_chunk_len(frame_len, c));
+		rc = put_chunk(seq, c, frame + c * SHIM_CHUNK, shim_chunk_len(frame_len, c));
 	free(frame);
-	if (rc == PMIX_SUCCESS)
-		rc = shrink_stored(chunks);
 	if (rc != PMIX_SUCCESS)
 		return shim_fail(DTSHIM_ERR_PMIX, "PMIx_Put(%zu bytes) failed: %s", size,
 		                 PMIx_Error_string(rc));
-	if (chunks > shim_world.chunks_stored)
-		shim_world.chunks_stored = chunks;
-	shim_world.first_chunk_len = shim_chunk_len(frame_len, 0);
 	if ((rc = PMIx_Commit()) != PMIX_SUCCESS)
 		return shim_fail(DTSHIM_ERR_PMIX, "PMIx_Commit failed: %s", PMIx_Error_string(rc));
 	return fence(true, seq);
@@ -234,7 +204,7 @@ static void get_done(pmix_status_t status, pmix_value_t *kv, void *cbdata)
 	pending_done_locked(p);
 }
 
-/* Get the values of keys[i] of ranks[i], i < n, all at once, into p's slots. */
+/* Get chunks[i] of ranks[i], i < n, all at once, into p's slots. */
 static int get_all(struct pending *p, const int *ranks, size_t n, const size_t *chunks,
                    uint64_t seq)
 {
@@ -245,7 +215,7 @@ static int get_all(struct pending *p, const int *ranks, size_t n, const size_t *
 
 	PMIX_LOAD_NSPACE(peer.nspace, shim_world.self.nspace);
 	for (size_t i = 0; i < n; i++) {
-		shim_key(key, sizeof(key), chunks[i]);
+		shim_key(key, sizeof(key), seq, chunks[i]);
 		peer.rank = (pmix_rank_t)ranks[i];
 		pthread_mutex_lock(&p->lock);
 		p->outstanding++;
@@ -262,7 +232,7 @@ static int get_all(struct pending *p, const int *ranks, size_t n, const size_t *
 		return rv;
 	for (size_t i = 0; i < n; i++) {
 		if (p->slots[i].status != PMIX_SUCCESS) {
-			shim_key(key, sizeof(key), chunks[i]);
+			shim_key(key, sizeof(key), seq, chunks[i]);
 			return shim_fail(DTSHIM_ERR_PMIX, "PMIx_Get(%s of rank %d) failed: %s", key,
 			                 ranks[i], PMIx_Error_string(p->slots[i].status));
 		}

@@ -190,8 +190,6 @@ int dtshim_init(void)
 		return rv;
 	}
 	shim_world.seq = 0;
-	shim_world.chunks_stored = 0;
-	shim_world.first_chunk_len = 0;
 	shim_world.broken = false;
 	shim_world.initialized = true;
 	return DTSHIM_OK;

@@ -130,7 +130,7 @@ void dtshim_request_preempt(void)
 int dtshim_should_preempt(void)
 {
 	struct shim_piece *votes = NULL;
-	uint8_t flag, *flags = NULL;
+	uint8_t flag;
 	uint64_t seq;
 	int rv, n = shim_world.size;
 
@@ -144,9 +144,9 @@ int dtshim_should_preempt(void)
 		decided = flag;
 		goto out;
 	}
-	votes = calloc((size_t)n, sizeof(*votes));
-	flags = calloc((size_t)n, 1);
-	if (votes == NULL || flags == NULL) {
+	/* Every rank votes, also "no": a missing key cannot be told from a late one (PMIx would
+	 * wait for it, and PMIX_OPTIONAL does not see data from the fence here). */
+	if ((votes = calloc((size_t)n, sizeof(*votes))) == NULL) {
 		rv = DTSHIM_ERR_NO_MEMORY;
 		goto out;
 	}
@@ -154,12 +154,11 @@ int dtshim_should_preempt(void)
 	    (rv = shim_read(SHIM_OP_PREEMPT, seq, 0, n, votes)) != DTSHIM_OK)
 		goto out;
 	for (int r = 0; r < n; r++)
-		flags[r] = votes[r].size == 1 && votes[r].bytes[0] != 0;
+		if (votes[r].size == 1 && votes[r].bytes[0] != 0)
+			decided = 1;
 	shim_pieces_free(votes, n);
-	decided = shim_preempt_combine(flags, (size_t)n);
 out:
 	free(votes);
-	free(flags);
 	shim_end();
 	return rv != DTSHIM_OK ? rv : decided;
 }

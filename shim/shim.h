@@ -19,8 +19,6 @@ struct shim_world {
 	char chief_host[256];
 	uint64_t seq;       /* number of the next collective, the same on every rank */
 	struct timespec deadline; /* of the collective in progress (CLOCK_MONOTONIC) */
-	size_t chunks_stored;     /* chunk keys of ours in the server with more than 1 byte */
-	size_t first_chunk_len;   /* bytes under the first of them */
 	double timeout_s;   /* 0: forever */
 	bool abort_on_timeout;
 	pthread_mutex_t lock; /* serializes the collectives */

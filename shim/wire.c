@@ -27,9 +27,10 @@ size_t shim_chunk_len(size_t frame_len, size_t i)
 	return frame_len - i * SHIM_CHUNK < SHIM_CHUNK ? frame_len - i * SHIM_CHUNK : SHIM_CHUNK;
 }
 
-int shim_key(char *buf, size_t len, size_t chunk)
+int shim_key(char *buf, size_t len, uint64_t seq, size_t chunk)
 {
-	int n = snprintf(buf, len, "dtshim.%zu", chunk);
+	int n = chunk == 0 ? snprintf(buf, len, "dtshim.%llu", (unsigned long long)seq)
+	                   : snprintf(buf, len, "dtshim.%llu.%zu", (unsigned long long)seq, chunk);
 
 	return (n < 0 || (size_t)n >= len) ? DTSHIM_ERR_INVALID : DTSHIM_OK;
 }
@@ -74,14 +75,6 @@ int shim_frame_parse(const uint8_t *chunk, size_t len, enum shim_op op, uint64_t
 		return DTSHIM_ERR_PMIX;
 	*size = n;
 	return DTSHIM_OK;
-}
-
-int shim_preempt_combine(const uint8_t *flags, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (flags[i])
-			return 1;
-	return 0;
 }
 
 int shim_parse_timeout(const char *text, double *seconds)

@@ -13,10 +13,10 @@
  * step find out, and a value left from an earlier call is never taken for this one; it
  * carries the payload's size, so a 0-byte contribution is still a non-empty PMIx value.
  *
- * The keys themselves are reused from call to call ("dtshim.0", "dtshim.1" ... one per
- * chunk): a fence with data collection ships every value a rank ever put, so keys named
- * after the sequence number would make each call carry all earlier ones (measured: 58 MB
- * per fence after a few hundred calls, until Slurm's PMIx failed to send it). */
+ * Keys are never reused: PMIx 4.2's shared-memory store fails (UNPACK-PAST-END in the
+ * fence) when a key is put again with a new value. The price: PMIx keeps every value for
+ * the life of the step, and a fence with data collection sends again every value the
+ * ranks of a node ever put. The shim is for bootstrap and control messages, not bulk data. */
 #define SHIM_FRAME_HEADER 24
 
 enum shim_op {
@@ -38,8 +38,9 @@ enum shim_op {
 size_t shim_chunk_count(size_t frame_len);
 size_t shim_chunk_len(size_t frame_len, size_t i);
 
-/* The PMIx key of chunk i of a contribution: "dtshim.<i>". */
-int shim_key(char *buf, size_t len, size_t chunk);
+/* The PMIx key of chunk i of collective seq: "dtshim.<seq>" for the first chunk,
+ * "dtshim.<seq>.<i>" for the others. */
+int shim_key(char *buf, size_t len, uint64_t seq, size_t chunk);
 
 /* Write the header of collective seq, op, with a payload of size bytes into out
  * (SHIM_FRAME_HEADER bytes). */
@@ -51,9 +52,6 @@ void shim_frame_header(uint8_t *out, enum shim_op op, uint64_t seq, uint64_t siz
  * of ours or has the wrong length. */
 int shim_frame_parse(const uint8_t *chunk, size_t len, enum shim_op op, uint64_t seq,
                      uint64_t *size);
-
-/* The preemption vote: 1 when any of the n flags is set. */
-int shim_preempt_combine(const uint8_t *flags, size_t n);
 
 /* "300", "2.5", "0": seconds, 0 means forever. -1 for anything else (negative, not a number,
  * trailing text). */

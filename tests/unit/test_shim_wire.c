@@ -1,4 +1,4 @@
-/* Unit tests for shim/wire.c: key names, frames, the preemption vote, settings. */
+/* Unit tests for shim/wire.c: key names, chunks, frames, settings. */
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -11,15 +11,18 @@
 #include "shim/dtshim.h"
 #include "shim/wire.h"
 
-static void keys_name_the_chunk(void **state)
+static void keys_are_numbered(void **state)
 {
 	char key[PMIX_MAX_KEYLEN + 1], tiny[8];
 
-	assert_int_equal(shim_key(key, sizeof(key), 0), DTSHIM_OK);
+	assert_int_equal(shim_key(key, sizeof(key), 0, 0), DTSHIM_OK);
 	assert_string_equal(key, "dtshim.0");
-	assert_int_equal(shim_key(key, sizeof(key), 4), DTSHIM_OK);
-	assert_string_equal(key, "dtshim.4");
-	assert_int_equal(shim_key(tiny, sizeof(tiny), 12), DTSHIM_ERR_INVALID);
+	assert_int_equal(shim_key(key, sizeof(key), 41, 3), DTSHIM_OK);
+	assert_string_equal(key, "dtshim.41.3");
+	assert_int_equal(shim_key(key, sizeof(key), 18446744073709551615ULL, 4), DTSHIM_OK);
+	assert_string_equal(key, "dtshim.18446744073709551615.4");
+	assert_true(strlen(key) <= PMIX_MAX_KEYLEN);
+	assert_int_equal(shim_key(tiny, sizeof(tiny), 12, 0), DTSHIM_ERR_INVALID);
 }
 
 static void chunks_cover_the_frame(void **state)
@@ -126,17 +129,6 @@ static void frame_truncated_or_foreign_is_rejected(void **state)
 	                 DTSHIM_ERR_PMIX);
 }
 
-static void preempt_vote_is_an_or(void **state)
-{
-	const uint8_t none[4] = { 0, 0, 0, 0 }, one[4] = { 0, 0, 1, 0 }, last[3] = { 0, 0, 1 };
-
-	assert_int_equal(shim_preempt_combine(none, 4), 0);
-	assert_int_equal(shim_preempt_combine(one, 4), 1);
-	assert_int_equal(shim_preempt_combine(last, 3), 1);
-	assert_int_equal(shim_preempt_combine(one, 2), 0);
-	assert_int_equal(shim_preempt_combine(NULL, 0), 0);
-}
-
 static void timeout_parsing(void **state)
 {
 	double s = -1;
@@ -206,7 +198,7 @@ static void integer_facts_of_any_width(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(keys_name_the_chunk),
+		cmocka_unit_test(keys_are_numbered),
 		cmocka_unit_test(chunks_cover_the_frame),
 		cmocka_unit_test(frame_round_trip),
 		cmocka_unit_test(first_chunk_of_a_large_frame),
@@ -215,7 +207,6 @@ int main(void)
 		cmocka_unit_test(frame_of_another_collective_is_a_mismatch),
 		cmocka_unit_test(frame_of_an_earlier_call_is_a_mismatch),
 		cmocka_unit_test(frame_truncated_or_foreign_is_rejected),
-		cmocka_unit_test(preempt_vote_is_an_or),
 		cmocka_unit_test(timeout_parsing),
 		cmocka_unit_test(signal_parsing),
 		cmocka_unit_test(integer_facts_of_any_width),
