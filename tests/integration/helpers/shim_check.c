@@ -5,6 +5,7 @@
  *   shim_check preempt DIR           steps until should_preempt(); pid in DIR/pid.RANK
  *   shim_check deadline VICTIM HOW   VICTIM dies (kill) or hangs (stop); the others fail
  *   shim_check unique-id OK          rank 0 shares a 128-byte id (like an ncclUniqueId)
+ *   shim_check idle DIR              no collective for 10 s; pid in DIR/pid.RANK
  *   shim_check init                  dtshim_init() only, for the error without PMIx */
 #include <signal.h>
 #include <stdint.h>
@@ -213,6 +214,23 @@ static int preempt(const char *dir)
 }
 
 /* The victim dies (kill) or hangs (stop) after a barrier; the others allgather. */
+/* Signals arrive while the program does not call the shim. */
+static int idle(const char *dir)
+{
+	char path[4096];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/pid.%d", dir, rank);
+	if ((f = fopen(path, "w")) == NULL)
+		return printf("FAIL rank %d: cannot write %s\n", rank, path), 1;
+	fprintf(f, "%d\n", (int)getpid());
+	fclose(f);
+	for (int i = 0; i < 100; i++)
+		usleep(100000);
+	printf("rank %d: idle done, requested=%d\n", rank, dtshim_preempt_requested());
+	return 0;
+}
+
 static int deadline(int victim, const char *how)
 {
 	uint64_t mine = (uint64_t)rank, *all = calloc((size_t)size, sizeof(mine));
@@ -286,6 +304,8 @@ int main(int argc, char **argv)
 		rv = collectives((unsigned)atoi(argv[2]));
 	else if (strcmp(mode, "preempt") == 0 && argc > 2)
 		rv = preempt(argv[2]);
+	else if (strcmp(mode, "idle") == 0 && argc > 2)
+		rv = idle(argv[2]);
 	else if (strcmp(mode, "deadline") == 0 && argc > 2)
 		return deadline(atoi(argv[2]), argc > 3 ? argv[3] : "kill");
 	else if (strcmp(mode, "unique-id") == 0 && argc > 2)
