@@ -98,7 +98,7 @@ int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 300, warm = 20, key = 0;
 	double *t[6], t0;
-	uint8_t id[128], *ids, word[8], *words;
+	uint8_t id[128], word[8], *words;
 	pmix_status_t rc;
 
 	if (dtshim_init() != DTSHIM_OK || dtshim_has_pmix() != 1)
@@ -108,7 +108,6 @@ int main(int argc, char **argv)
 	PMIX_LOAD_PROCID(&job, self.nspace, PMIX_RANK_WILDCARD);
 	rank = dtshim_rank();
 	size = dtshim_size();
-	ids = malloc(sizeof(id) * (size_t)size);
 	words = malloc(sizeof(word) * (size_t)size);
 	for (int k = 0; k < 6; k++)
 		t[k] = calloc((size_t)(n + warm), sizeof(double));
