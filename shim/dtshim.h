@@ -8,7 +8,9 @@
  *
  * Collectives are on byte buffers and are called by every rank of the step, in the same
  * order: each call is numbered, and the number namespaces its PMIx keys, so a later call never
- * reads the value of an earlier one. Sizes go from 0 bytes to several MiB.
+ * reads the value of an earlier one. Sizes go from 0 bytes to several MiB. PMIx keeps every
+ * value put for the rest of the step and sends it again with later fences: the collectives
+ * are for bootstrap and control messages (ids, addresses, small metadata), not bulk data.
  *
  * Thread-safety: dtshim_init() and dtshim_finalize() must not race with any other call. The
  * collectives are serialized by an internal lock, so two threads may call them, but the order
@@ -170,10 +172,12 @@ int dtshim_set_preempt_signal(int signo);
 
 /* NCCL: create the step's communicator. Selects the CUDA device (device >= 0, else the
  * local rank modulo the visible devices), has rank 0 create the unique id, shares it with
- * dtshim_share_unique_id() and calls ncclCommInitRank (non-blocking, with the deadline of
- * dtshim_set_timeout: a peer that never comes gives DTSHIM_ERR_TIMEOUT and the communicator
- * is aborted). *comm is an ncclComm_t. Collective. DTSHIM_ERR_NOT_BUILT when libdtshim was
- * built without NCCL (dtshim_has_nccl() says which). */
+ * dtshim_share_unique_id() and calls ncclCommInitRankConfig. With a deadline set
+ * (dtshim_set_timeout > 0) the communicator is created non-blocking (config.blocking = 0,
+ * which stays so for its later NCCL calls): a peer that never comes gives
+ * DTSHIM_ERR_TIMEOUT and the communicator is aborted; with no deadline it is a blocking one.
+ * *comm is an ncclComm_t. Collective. DTSHIM_ERR_NOT_BUILT when libdtshim was built without
+ * NCCL (dtshim_has_nccl() says which). Compiled and linked, not yet run on a GPU. */
 struct ncclComm;
 int dtshim_nccl_comm_init(struct ncclComm **comm, int device);
 int dtshim_has_nccl(void);

@@ -62,7 +62,7 @@ int dtshim_nccl_comm_init(struct ncclComm **comm, int device)
 		return rv;
 	/* Non-blocking, so that a peer that never connects ends in an error at our deadline
 	 * rather than in NCCL's retries. */
-	config.blocking = 0;
+	config.blocking = shim_world.timeout_s > 0 ? 0 : 1;
 	nrc = ncclCommInitRankConfig(&made, shim_world.size, id, shim_world.rank, &config);
 	if (nrc != ncclSuccess && nrc != ncclInProgress)
 		return shim_fail(DTSHIM_ERR_NCCL, "ncclCommInitRankConfig: %s",
