@@ -67,7 +67,16 @@ count() { grep -c "^$1" <<<"$output" || true; }
     [ "$(count 'rank [0-5]: no id, as expected')" -eq 6 ]
 }
 
-# Start a preempt step in the background, wait for every task's pid, send $1 to rank $2.
+@test "ranks that pass different sizes or call different collectives all get an error, and go on" {
+    run timeout 60 srun --mpi=pmix -N3 -n6 "$CHECK" misuse
+    echo "$output"
+    [ "$status" -eq 0 ]
+    # DTSHIM_ERR_SIZE (-7), DTSHIM_ERR_MISMATCH (-8), then a correct call succeeds
+    [ "$(count 'rank [0-5]: size=-7 op=-8 after=0$')" -eq 6 ]
+}
+
+# Start a preempt step in the background, wait for every task's pid, send $1 to rank $2
+# (or with scancel to the whole step when $2 is "step").
 preempt_one_task() {
     local sig=$1 victim=$2 dir=$MINICLUSTER_DIR/preempt.$BATS_TEST_NUMBER i
     rm -rf "$dir" && mkdir -p "$dir"
@@ -78,7 +87,11 @@ preempt_one_task() {
         sleep 0.1
     done
     sleep 0.5 # a few training steps
-    kill "-$sig" "$(cat "$dir/pid.$victim")"
+    if [[ $victim == step ]]; then
+        scancel --signal="$sig" "$(squeue -h -s -o %i | grep -v '\.extern$' | head -1)"
+    else
+        kill "-$sig" "$(cat "$dir/pid.$victim")"
+    fi
     wait "$srun_pid"
     status=$?
     output=$(cat "$dir/out")
@@ -92,6 +105,14 @@ preempt_one_task() {
     [ "$(grep -o 'stopped at step [0-9]*' <<<"$output" | sort -u | wc -l)" -eq 1 ]
     grep -q '^rank 4: stopped at step [0-9]* requested=1 chained=1$' <<<"$output"
     [ "$(count 'rank [0-5]: .*requested=0 chained=0$')" -eq 5 ]
+}
+
+@test "scancel --signal=USR2 of the step: every rank stops at the same step" {
+    preempt_one_task USR2 step
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(count 'rank [0-5]: stopped at step [0-9]* requested=1 chained=1$')" -eq 6 ]
+    [ "$(grep -o 'stopped at step [0-9]*' <<<"$output" | sort -u | wc -l)" -eq 1 ]
 }
 
 @test "SIGTERM to one task: recorded, every rank stops at the same step and exits 0" {

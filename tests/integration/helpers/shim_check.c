@@ -6,6 +6,7 @@
  *   shim_check deadline VICTIM HOW   VICTIM dies (kill) or hangs (stop); the others fail
  *   shim_check unique-id OK          rank 0 shares a 128-byte id (like an ncclUniqueId)
  *   shim_check idle DIR              no collective for 10 s; pid in DIR/pid.RANK
+ *   shim_check misuse                sizes that differ, collectives that differ
  *   shim_check init                  dtshim_init() only, for the error without PMIx */
 #include <signal.h>
 #include <stdint.h>
@@ -214,6 +215,28 @@ static int preempt(const char *dir)
 }
 
 /* The victim dies (kill) or hangs (stop) after a barrier; the others allgather. */
+/* The last rank passes another size; then rank 0 calls another collective. Every rank
+ * must find out, and the step must go on afterwards. */
+static int misuse(void)
+{
+	uint8_t mine[16] = { 0 }, *all = calloc((size_t)size, sizeof(mine));
+	size_t *sizes = calloc((size_t)size, sizeof(*sizes));
+	void *v = NULL;
+	int by_size, by_op, after;
+
+	by_size = dtshim_allgather(mine, rank == size - 1 ? 16 : 8, all);
+	if (rank == 0)
+		by_op = dtshim_allgatherv(mine, 8, &v, sizes);
+	else
+		by_op = dtshim_allgather(mine, 8, all);
+	dtshim_free(v);
+	after = dtshim_allgather(mine, 8, all);
+	printf("rank %d: size=%d op=%d after=%d\n", rank, by_size, by_op, after);
+	free(all);
+	free(sizes);
+	return 0;
+}
+
 /* Signals arrive while the program does not call the shim. */
 static int idle(const char *dir)
 {
@@ -304,6 +327,8 @@ int main(int argc, char **argv)
 		rv = collectives((unsigned)atoi(argv[2]));
 	else if (strcmp(mode, "preempt") == 0 && argc > 2)
 		rv = preempt(argv[2]);
+	else if (strcmp(mode, "misuse") == 0)
+		rv = misuse();
 	else if (strcmp(mode, "idle") == 0 && argc > 2)
 		rv = idle(argv[2]);
 	else if (strcmp(mode, "deadline") == 0 && argc > 2)
