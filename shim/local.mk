@@ -42,6 +42,14 @@ tests_unit_test_shim_wire_SOURCES = tests/unit/test_shim_wire.c shim/wire.c
 tests_unit_test_shim_wire_CFLAGS = $(UNIT_COMPILEFLAGS) $(PMIX_CFLAGS)
 tests_unit_test_shim_wire_LDFLAGS = $(UNIT_LINKFLAGS)
 tests_unit_test_shim_wire_LDADD = $(UNIT_LINKLIBS) -lm
+
+# The library's own sources again, with the sanitizers, in a world of one (no PMIx server).
+check_PROGRAMS += tests/unit/test_shim_local
+tests_unit_test_shim_local_SOURCES = tests/unit/test_shim_local.c \
+	shim/wire.c shim/init.c shim/collective.c shim/exchange.c shim/preempt.c shim/nccl.c
+tests_unit_test_shim_local_CFLAGS = $(UNIT_COMPILEFLAGS) $(PMIX_CFLAGS) -pthread
+tests_unit_test_shim_local_LDFLAGS = $(UNIT_LINKFLAGS) -pthread
+tests_unit_test_shim_local_LDADD = $(UNIT_LINKLIBS) $(PMIX_LIBS) -lm
 endif
 
 EXTRA_DIST += \
