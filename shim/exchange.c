@@ -311,8 +311,8 @@ int shim_read(enum shim_op op, uint64_t seq, int first, int count, struct shim_p
 		int i = ranks[k] - first;
 		size_t frame_len = SHIM_FRAME_HEADER + out[i].size;
 		if (rest->slots[k].len != shim_chunk_len(frame_len, chunks[k])) {
-			rv = shim_fail(DTSHIM_ERR_PMIX, "collective #%llu, rank %d: chunk %zu has %zu "
-			               "bytes", (unsigned long long)seq, ranks[k], chunks[k],
+			rv = shim_fail(DTSHIM_ERR_PMIX,
+			               "collective #%llu, rank %d: chunk %zu has %zu bytes", (unsigned long long)seq, ranks[k], chunks[k],
 			               rest->slots[k].len);
 			goto out;
 		}

@@ -48,7 +48,8 @@ const char *dtshim_strerror(int status)
 		return "no PMIx server in this Slurm step: launch it with srun --mpi=pmix "
 		       "(or set MpiDefault=pmix in slurm.conf)";
 	case DTSHIM_ERR_PMIX: return "a PMIx call failed";
-	case DTSHIM_ERR_TIMEOUT: return "a peer did not arrive before the deadline (DTSHIM_TIMEOUT)";
+	case DTSHIM_ERR_TIMEOUT:
+		return "a peer did not arrive before the deadline (DTSHIM_TIMEOUT)";
 	case DTSHIM_ERR_BROKEN:
 		return "an earlier collective timed out; the step's exchanges are lost";
 	case DTSHIM_ERR_INVALID: return "invalid argument";
@@ -105,6 +106,7 @@ static int read_node_count(const pmix_proc_t *job)
 
 static int read_facts(void)
 {
+	const pmix_proc_t *me = &shim_world.self;
 	pmix_proc_t job, chief;
 	pmix_value_t *v = NULL;
 	pmix_status_t rc;
@@ -114,9 +116,9 @@ static int read_facts(void)
 	PMIX_LOAD_PROCID(&chief, shim_world.self.nspace, 0);
 	shim_world.rank = (int)shim_world.self.rank;
 	if ((rv = get_int(&job, PMIX_JOB_SIZE, &shim_world.size)) != DTSHIM_OK ||
-	    (rv = get_int(&shim_world.self, PMIX_LOCAL_RANK, &shim_world.local_rank)) != DTSHIM_OK ||
+	    (rv = get_int(me, PMIX_LOCAL_RANK, &shim_world.local_rank)) != DTSHIM_OK ||
 	    (rv = get_int(&job, PMIX_LOCAL_SIZE, &shim_world.local_size)) != DTSHIM_OK ||
-	    (rv = get_int(&shim_world.self, PMIX_NODEID, &shim_world.node_rank)) != DTSHIM_OK ||
+	    (rv = get_int(me, PMIX_NODEID, &shim_world.node_rank)) != DTSHIM_OK ||
 	    (rv = read_node_count(&job)) != DTSHIM_OK)
 		return rv;
 	rc = PMIx_Get(&chief, PMIX_HOSTNAME, NULL, 0, &v);
@@ -169,9 +171,8 @@ int dtshim_init(void)
 		 * separate models. */
 		tasks = getenv("SLURM_STEP_NUM_TASKS");
 		if (tasks != NULL && atoi(tasks) > 1)
-			return shim_fail(DTSHIM_ERR_NO_PMIX,
-			                 "step of %s tasks without PMIX_NAMESPACE in the environment",
-			                 tasks);
+			return shim_fail(DTSHIM_ERR_NO_PMIX, "step of %s tasks without "
+			                 "PMIX_NAMESPACE in the environment", tasks);
 		world_of_one();
 	} else {
 		rc = PMIx_Init(&shim_world.self, NULL, 0);
@@ -209,7 +210,8 @@ int dtshim_finalize(void)
 	shim_world.rank = shim_world.size = shim_world.local_rank = shim_world.local_size = -1;
 	shim_world.node_rank = shim_world.node_count = -1;
 	if (rc != PMIX_SUCCESS)
-		return shim_fail(DTSHIM_ERR_PMIX, "PMIx_Finalize failed: %s", PMIx_Error_string(rc));
+		return shim_fail(DTSHIM_ERR_PMIX, "PMIx_Finalize failed: %s",
+		                 PMIx_Error_string(rc));
 	return DTSHIM_OK;
 }
 

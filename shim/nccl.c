@@ -29,7 +29,8 @@ static int select_device(int device)
 	if (device < 0) {
 		if ((cerr = cudaGetDeviceCount(&count)) != cudaSuccess || count <= 0)
 			return shim_fail(DTSHIM_ERR_CUDA, "cudaGetDeviceCount: %s",
-			                 cerr != cudaSuccess ? cudaGetErrorString(cerr) : "no device");
+			                 cerr != cudaSuccess ? cudaGetErrorString(cerr)
+			                                     : "no device");
 		/* One task per GPU, or Slurm already narrowed CUDA_VISIBLE_DEVICES per task. */
 		device = shim_world.local_rank % count;
 	}
@@ -79,8 +80,8 @@ int dtshim_nccl_comm_init(struct ncclComm **comm, int device)
 	if (state != ncclSuccess) {
 		ncclCommAbort(made);
 		if (state == ncclInProgress)
-			return shim_fail(DTSHIM_ERR_TIMEOUT, "ncclCommInitRankConfig: not every rank "
-			                 "connected within %g s", shim_world.timeout_s);
+			return shim_fail(DTSHIM_ERR_TIMEOUT, "ncclCommInitRankConfig: not "
+			                 "every rank connected within %g s", shim_world.timeout_s);
 		return shim_fail(DTSHIM_ERR_NCCL, "ncclCommInitRankConfig: %s",
 		                 ncclGetErrorString(state));
 	}

@@ -68,7 +68,8 @@ static void first_chunk_of_a_large_frame(void **state)
 	uint64_t size = 0;
 
 	shim_frame_header(chunk, SHIM_OP_GATHERV, 7, 4 << 20);
-	assert_int_equal(shim_frame_parse(chunk, sizeof(chunk), SHIM_OP_GATHERV, 7, &size), DTSHIM_OK);
+	assert_int_equal(shim_frame_parse(chunk, sizeof(chunk), SHIM_OP_GATHERV, 7, &size),
+	                 DTSHIM_OK);
 	assert_int_equal(size, 4 << 20);
 	/* A first chunk shorter than SHIM_CHUNK cannot start a frame that needs more. */
 	assert_int_equal(shim_frame_parse(chunk, sizeof(chunk) - 1, SHIM_OP_GATHERV, 7, &size),
