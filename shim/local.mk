@@ -1,0 +1,58 @@
+# shim/local.mk - libdtshim (the runtime shim over PMIx), its header, pkg-config file,
+# Python module and unit tests; included from Makefile.am.
+
+lib_LTLIBRARIES = shim/libdtshim.la
+include_HEADERS = shim/dtshim.h
+shim_libdtshim_la_SOURCES = \
+	shim/dtshim.h \
+	shim/shim.h \
+	shim/wire.c shim/wire.h \
+	shim/init.c \
+	shim/collective.c \
+	shim/exchange.c \
+	shim/preempt.c \
+	shim/nccl.c
+shim_libdtshim_la_CPPFLAGS = $(AM_CPPFLAGS) $(PMIX_CFLAGS)
+shim_libdtshim_la_CFLAGS = $(AM_CFLAGS) -pthread
+shim_libdtshim_la_LIBADD = $(PMIX_LIBS) -lm
+shim_libdtshim_la_LDFLAGS = -version-info 0:0:0 -pthread \
+	-Wl,--version-script=$(srcdir)/shim/libdtshim.map
+EXTRA_shim_libdtshim_la_DEPENDENCIES = shim/libdtshim.map
+if HAVE_NCCL
+shim_libdtshim_la_CPPFLAGS += -DDTSHIM_WITH_NCCL $(CUDA_CFLAGS) $(NCCL_CFLAGS)
+shim_libdtshim_la_LIBADD += $(NCCL_LIBS) $(CUDA_LIBS)
+endif
+
+pkgconfigdir = $(libdir)/pkgconfig
+pkgconfig_DATA = shim/dtshim.pc
+
+# The Python module, told where libdtshim is installed (DTSHIM_LIBRARY overrides it).
+if HAVE_PYTHON
+nodist_python_PYTHON = python/dtshim.py
+endif
+python/dtshim.py: $(srcdir)/python/dtshim.py.in Makefile
+	$(AM_V_GEN)mkdir -p python && sed -e 's|@libdir[@]|$(libdir)|g' \
+		$(srcdir)/python/dtshim.py.in > $@
+all-local: python/dtshim.py
+CLEANFILES += python/dtshim.py
+
+if HAVE_CMOCKA
+check_PROGRAMS += tests/unit/test_shim_wire
+tests_unit_test_shim_wire_SOURCES = tests/unit/test_shim_wire.c shim/wire.c
+tests_unit_test_shim_wire_CFLAGS = $(UNIT_COMPILEFLAGS) $(PMIX_CFLAGS)
+tests_unit_test_shim_wire_LDFLAGS = $(UNIT_LINKFLAGS)
+tests_unit_test_shim_wire_LDADD = $(UNIT_LINKLIBS) -lm
+
+# The library's own sources again, with the sanitizers, in a world of one (no PMIx server).
+check_PROGRAMS += tests/unit/test_shim_local
+tests_unit_test_shim_local_SOURCES = tests/unit/test_shim_local.c \
+	shim/wire.c shim/init.c shim/collective.c shim/exchange.c shim/preempt.c shim/nccl.c
+tests_unit_test_shim_local_CFLAGS = $(UNIT_COMPILEFLAGS) $(PMIX_CFLAGS) -pthread
+tests_unit_test_shim_local_LDFLAGS = $(UNIT_LINKFLAGS) -pthread
+tests_unit_test_shim_local_LDADD = $(UNIT_LINKLIBS) $(PMIX_LIBS) -lm
+endif
+
+EXTRA_DIST += \
+	shim/README.md \
+	shim/libdtshim.map \
+	python/dtshim.py.in

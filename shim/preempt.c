@@ -1,0 +1,164 @@
+/* preempt.c - recording Slurm's preemption signals, and the decision all ranks take together. */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shim/dtshim.h"
+#include "shim/shim.h"
+
+#define DEFAULT_PREEMPT_SIGNAL SIGUSR2
+
+static volatile sig_atomic_t preempt_flag;
+static volatile sig_atomic_t term_count;
+static int preempt_signo;             /* 0: none besides SIGTERM */
+static bool term_installed;
+static struct sigaction old_term, old_preempt;
+static int decided;                   /* the collective answer, once it is 1 */
+
+static bool is_function(const struct sigaction *sa)
+{
+	if (sa->sa_flags & SA_SIGINFO)
+		return sa->sa_sigaction != NULL;
+	return sa->sa_handler != SIG_DFL && sa->sa_handler != SIG_IGN;
+}
+
+static void chain(const struct sigaction *old, int sig, siginfo_t *info, void *ctx)
+{
+	if (old->sa_flags & SA_SIGINFO)
+		old->sa_sigaction(sig, info, ctx);
+	else
+		old->sa_handler(sig);
+}
+
+static void on_signal(int sig, siginfo_t *info, void *ctx)
+{
+	int saved_errno = errno;
+	const struct sigaction *old = sig == SIGTERM ? &old_term : &old_preempt;
+	struct sigaction dfl;
+
+	preempt_flag = 1;
+	if (is_function(old)) {
+		chain(old, sig, info, ctx);
+	} else if (sig == SIGTERM && old->sa_handler == SIG_DFL && term_count++ > 0) {
+		/* The second SIGTERM: what SIG_DFL would have done. SIGTERM is blocked while
+		 * this handler runs, so it is delivered, and ends the process, on return. */
+		memset(&dfl, 0, sizeof(dfl));
+		dfl.sa_handler = SIG_DFL;
+		sigaction(SIGTERM, &dfl, NULL);
+		raise(SIGTERM);
+	}
+	errno = saved_errno;
+}
+
+static int install(int sig, struct sigaction *old)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_signal;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(sig, &sa, old) != 0)
+		return shim_fail(DTSHIM_ERR_SIGNAL, "sigaction(%d): %s", sig, strerror(errno));
+	return DTSHIM_OK;
+}
+
+int shim_preempt_install(void)
+{
+	const char *text = getenv("DTSHIM_PREEMPT_SIGNAL");
+	int signo = DEFAULT_PREEMPT_SIGNAL, rv;
+
+	if (text != NULL && shim_parse_signal(text, &signo) != 0)
+		return shim_fail(DTSHIM_ERR_SIGNAL, "DTSHIM_PREEMPT_SIGNAL=%s: want a signal name "
+		                 "like USR2, a number, or none (SIGTERM is always recorded)", text);
+	preempt_flag = 0;
+	term_count = 0;
+	decided = 0;
+	if ((rv = install(SIGTERM, &old_term)) != DTSHIM_OK)
+		return rv;
+	term_installed = true;
+	if (signo != 0 && (rv = install(signo, &old_preempt)) != DTSHIM_OK) {
+		shim_preempt_restore();
+		return rv;
+	}
+	preempt_signo = signo;
+	return DTSHIM_OK;
+}
+
+void shim_preempt_restore(void)
+{
+	if (preempt_signo != 0)
+		sigaction(preempt_signo, &old_preempt, NULL);
+	preempt_signo = 0;
+	if (term_installed)
+		sigaction(SIGTERM, &old_term, NULL);
+	term_installed = false;
+}
+
+int dtshim_set_preempt_signal(int signo)
+{
+	int rv;
+
+	if (!shim_world.initialized)
+		return DTSHIM_ERR_NOT_INITIALIZED;
+	if (signo < 0 || signo >= NSIG || signo == SIGTERM || signo == SIGKILL || signo == SIGSTOP)
+		return DTSHIM_ERR_INVALID;
+	if (signo == preempt_signo)
+		return DTSHIM_OK;
+	if (preempt_signo != 0)
+		sigaction(preempt_signo, &old_preempt, NULL);
+	preempt_signo = 0;
+	if (signo != 0) {
+		if ((rv = install(signo, &old_preempt)) != DTSHIM_OK)
+			return rv;
+		preempt_signo = signo;
+	}
+	return DTSHIM_OK;
+}
+
+int dtshim_preempt_requested(void)
+{
+	return preempt_flag != 0;
+}
+
+void dtshim_request_preempt(void)
+{
+	preempt_flag = 1;
+}
+
+int dtshim_should_preempt(void)
+{
+	struct shim_piece *votes = NULL;
+	uint8_t flag;
+	uint64_t seq;
+	int rv, n = shim_world.size;
+
+	if ((rv = shim_begin(&seq)) != DTSHIM_OK)
+		return rv;
+	/* Every rank decided 1 at the same call: no need to ask again. */
+	if (decided)
+		goto out;
+	flag = preempt_flag != 0;
+	if (!shim_world.pmix) {
+		decided = flag;
+		goto out;
+	}
+	/* Every rank votes, also "no": a missing key cannot be told from a late one (PMIx would
+	 * wait for it, and PMIX_OPTIONAL does not see data from the fence here). */
+	if ((votes = calloc((size_t)n, sizeof(*votes))) == NULL) {
+		rv = DTSHIM_ERR_NO_MEMORY;
+		goto out;
+	}
+	if ((rv = shim_exchange(SHIM_OP_PREEMPT, &flag, 1, true, seq)) != DTSHIM_OK ||
+	    (rv = shim_read(SHIM_OP_PREEMPT, seq, 0, n, votes)) != DTSHIM_OK)
+		goto out;
+	for (int r = 0; r < n; r++)
+		if (votes[r].size == 1 && votes[r].bytes[0] != 0)
+			decided = 1;
+	shim_pieces_free(votes, n);
+out:
+	free(votes);
+	shim_end();
+	return rv != DTSHIM_OK ? rv : decided;
+}

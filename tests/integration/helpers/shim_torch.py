@@ -1,0 +1,47 @@
+"""The dtshim Python module in a PyTorch gloo job: rank 0 picks a free port and shares it
+over PMIx, so no MASTER_ADDR/MASTER_PORT is needed; then an all_reduce, an exchange of
+byte strings, and the preemption decision every rank takes at the same step.
+
+Prints "ok rank=R sum=S stopped=K" per rank, or raises.
+"""
+import os
+import signal
+import socket
+import sys
+
+import torch
+import torch.distributed as dist
+
+import dtshim
+
+ctx = dtshim.DistributedContext()
+rank, size = ctx.rank, ctx.size
+port = b""
+if rank == 0:
+    with socket.socket() as s:
+        s.bind(("", 0))
+        port = str(s.getsockname()[1]).encode()
+port = int(dtshim.broadcast(port, root=0))
+dist.init_process_group("gloo", init_method=f"tcp://{ctx.chief_ip}:{port}",
+                        rank=rank, world_size=size)
+t = torch.tensor([float(rank + 1)])
+dist.all_reduce(t)
+want = size * (size + 1) / 2
+assert t.item() == want, f"all_reduce gave {t.item()}, want {want}"
+hosts = dtshim.allgather(socket.gethostname().encode())
+assert len(hosts) == size and hosts[rank] == socket.gethostname().encode()
+assert ctx.allgather({"rank": rank}) == [{"rank": r} for r in range(size)]
+
+# The last rank signals itself at step 3; every rank must stop at the same step.
+stop_at = int(os.environ.get("STOP_AT", "3"))
+step = 0
+while step < 100:
+    if rank == size - 1 and step == stop_at:
+        os.kill(os.getpid(), signal.SIGUSR2)
+    if ctx.should_preempt():
+        break
+    dist.all_reduce(torch.ones(1))
+    step += 1
+dist.destroy_process_group()
+print(f"ok rank={rank} sum={int(t.item())} stopped={step} nodes={ctx.cross_size}", flush=True)
+sys.exit(0)

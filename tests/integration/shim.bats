@@ -1,0 +1,208 @@
+#!/usr/bin/env bats
+# shim.bats - libdtshim and its Python module on a 3-node cluster with --mpi=pmix: facts,
+# every collective for every root and size, preemption, deadlines, the error without PMIx,
+# a world of one without Slurm, inside an MPI program and a PyTorch gloo job.
+
+load helpers/common
+
+SHIM_LIB="$TOP/shim/.libs/libdtshim.so.0"
+
+setup_file() {
+    [[ -f $SHIM_LIB ]] || { echo "build first: $SHIM_LIB is missing" >&2; return 1; }
+    cluster_start 3
+    # Nodes have a private /tmp; the cluster's state directory is shared with them.
+    cc -Wall -Wextra -Wno-unused-parameter -Werror -o "$MINICLUSTER_DIR/shim_check" \
+        "$BATS_TEST_DIRNAME/helpers/shim_check.c" -I"$TOP/shim" \
+        -L"$TOP/shim/.libs" -Wl,-rpath,"$TOP/shim/.libs" -ldtshim
+}
+
+teardown_file() {
+    cluster_stop
+}
+
+setup() {
+    cd "$TOP"
+    CHECK=$MINICLUSTER_DIR/shim_check
+    export DTSHIM_LIBRARY=$SHIM_LIB PYTHONPATH=$TOP/python
+    export DTSHIM_TIMEOUT=60
+}
+
+# Lines of $output that start with $1, counted.
+count() { grep -c "^$1" <<<"$output" || true; }
+
+@test "facts from PMIx: ranks, local ranks, node ranks and the chief on 3 nodes" {
+    run timeout 60 srun --mpi=pmix -N3 -n6 --ntasks-per-node=2 "$CHECK" facts
+    echo "$output"
+    [ "$status" -eq 0 ]
+    local addr r
+    addr=$(node_addr node1)
+    for ((r = 0; r < 6; r++)); do
+        grep -qx "rank=$r size=6 local_rank=$((r % 2)) local_size=2 node_rank=$((r / 2)) node_count=3 chief=node1 addr=$addr pmix=1" <<<"$output"
+    done
+}
+
+@test "every collective, every rank as root, 0 B, 1 B, 4 KiB and 4 MiB, on 3 nodes" {
+    run timeout 120 srun --mpi=pmix -N3 -n6 --ntasks-per-node=2 "$CHECK" collectives 3
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(count 'rank [0-5]: ok, 10 rounds')" -eq 6 ]
+}
+
+@test "30 rounds of every collective in a row on 2 nodes" {
+    run timeout 120 srun --mpi=pmix -N2 -n4 "$CHECK" collectives 10
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(count 'rank [0-3]: ok, 31 rounds')" -eq 4 ]
+}
+
+@test "a 128-byte unique id (as an ncclUniqueId) reaches every rank; a failed one is an error everywhere" {
+    run timeout 60 srun --mpi=pmix -N3 -n6 "$CHECK" unique-id 1
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(count 'rank [0-5]: same id')" -eq 6 ]
+    [ "$(grep -o 'same id [0-9a-f]*' <<<"$output" | sort -u | wc -l)" -eq 1 ]
+    run timeout 60 srun --mpi=pmix -N3 -n6 "$CHECK" unique-id 0
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(count 'rank [0-5]: no id, as expected')" -eq 6 ]
+}
+
+@test "ranks that pass different sizes or call different collectives all get an error, and go on" {
+    run timeout 60 srun --mpi=pmix -N3 -n6 "$CHECK" misuse
+    echo "$output"
+    [ "$status" -eq 0 ]
+    # DTSHIM_ERR_SIZE (-7), DTSHIM_ERR_MISMATCH (-8), then a correct call succeeds
+    [ "$(count 'rank [0-5]: size=-7 op=-8 after=0$')" -eq 6 ]
+}
+
+# Start a preempt step in the background, wait for every task's pid, send $1 to rank $2
+# (or with scancel to the whole step when $2 is "step").
+preempt_one_task() {
+    local sig=$1 victim=$2 dir=$MINICLUSTER_DIR/preempt.$BATS_TEST_NUMBER i
+    rm -rf "$dir" && mkdir -p "$dir"
+    timeout 120 srun --mpi=pmix -N3 -n6 "$CHECK" preempt "$dir" >"$dir/out" 2>&1 &
+    local srun_pid=$!
+    for ((i = 0; i < 300; i++)); do
+        [[ $(find "$dir" -name 'pid.*' | wc -l) -eq 6 ]] && break
+        sleep 0.1
+    done
+    sleep 0.5 # a few training steps
+    if [[ $victim == step ]]; then
+        scancel --signal="$sig" "$(squeue -h -s -o %i | grep -v '\.extern$' | head -1)"
+    else
+        kill "-$sig" "$(cat "$dir/pid.$victim")"
+    fi
+    wait "$srun_pid"
+    status=$?
+    output=$(cat "$dir/out")
+}
+
+@test "SIGUSR2 to one task: every rank stops at the same step; the program's own handler ran" {
+    preempt_one_task USR2 4
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(count 'rank [0-5]: stopped at step')" -eq 6 ]
+    [ "$(grep -o 'stopped at step [0-9]*' <<<"$output" | sort -u | wc -l)" -eq 1 ]
+    grep -q '^rank 4: stopped at step [0-9]* requested=1 chained=1$' <<<"$output"
+    [ "$(count 'rank [0-5]: .*requested=0 chained=0$')" -eq 5 ]
+}
+
+@test "scancel --signal=USR2 of the step: every rank stops at the same step" {
+    preempt_one_task USR2 step
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(count 'rank [0-5]: stopped at step [0-9]* requested=1 chained=1$')" -eq 6 ]
+    [ "$(grep -o 'stopped at step [0-9]*' <<<"$output" | sort -u | wc -l)" -eq 1 ]
+}
+
+@test "SIGTERM to one task: recorded, every rank stops at the same step and exits 0" {
+    preempt_one_task TERM 1
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(count 'rank [0-5]: stopped at step')" -eq 6 ]
+    [ "$(grep -o 'stopped at step [0-9]*' <<<"$output" | sort -u | wc -l)" -eq 1 ]
+    grep -q '^rank 1: stopped at step [0-9]* requested=1' <<<"$output"
+}
+
+@test "the first SIGTERM is recorded, a second ends the program as SIG_DFL would" {
+    local dir=$BATS_TEST_TMPDIR i
+    env -u PMIX_NAMESPACE -u SLURM_STEP_NUM_TASKS "$CHECK" idle "$dir" >"$dir/out" 2>&1 &
+    local pid=$!
+    for ((i = 0; i < 100; i++)); do [[ -f $dir/pid.0 ]] && break; sleep 0.1; done
+    kill -TERM "$pid"
+    sleep 0.5
+    kill -0 "$pid" # still running after the first
+    kill -TERM "$pid"
+    local rc=0
+    wait "$pid" || rc=$?
+    [ "$rc" -eq 143 ] # 128 + SIGTERM: killed by the signal, as without the shim
+}
+
+@test "a killed peer: no hang; the others time out within the deadline unless Slurm ends the step first" {
+    local t0=$SECONDS
+    DTSHIM_TIMEOUT=5 run timeout 60 srun --mpi=pmix -K0 -N3 -n6 "$CHECK" deadline 4 kill
+    echo "$output"
+    ((SECONDS - t0 < 20))
+    # Slurm's PMIx plugin may cancel the step when a client dies before PMIx_Finalize.
+    if [[ $output != *"CANCELLED"* ]]; then
+        [ "$(count 'rank [0-5]: allgather returned -4 .* after [5-9]\.[0-9] s; then -5$')" -eq 5 ]
+    fi
+    [ "$(count 'rank [0-5]: allgather returned 0')" -eq 0 ]
+}
+
+@test "a stopped peer: the others get a timeout within the deadline" {
+    local t0=$SECONDS
+    DTSHIM_TIMEOUT=5 run timeout 60 srun --mpi=pmix -K0 -W5 -N3 -n6 "$CHECK" deadline 2 stop
+    echo "$output"
+    ((SECONDS - t0 < 30))
+    [ "$(count 'rank [0-5]: allgather returned -4 .* after [5-9]\.[0-9] s; then -5$')" -eq 5 ]
+}
+
+@test "DTSHIM_ABORT_ON_TIMEOUT=1: a timeout ends the whole step" {
+    local t0=$SECONDS
+    DTSHIM_TIMEOUT=5 DTSHIM_ABORT_ON_TIMEOUT=1 run timeout 60 \
+        srun --mpi=pmix -K0 -N3 -n6 "$CHECK" deadline 2 stop
+    echo "$output"
+    [ "$status" -ne 0 ]
+    ((SECONDS - t0 < 30))
+}
+
+@test "--mpi=none with several tasks: an error that names srun --mpi=pmix" {
+    run timeout 60 srun --mpi=none -N2 -n2 "$CHECK" init
+    echo "$output"
+    [ "$status" -ne 0 ]
+    [ "$(count 'dtshim_init: no PMIx server in this Slurm step: launch it with srun --mpi=pmix (or set MpiDefault=pmix in slurm.conf)')" -eq 2 ]
+}
+
+@test "no Slurm at all: a world of one where every collective works" {
+    run env -u PMIX_NAMESPACE -u SLURM_STEP_NUM_TASKS "$CHECK" facts
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ $output == "rank=0 size=1 local_rank=0 local_size=1 node_rank=0 node_count=1 chief=$(hostname) addr="*" pmix=0" ]]
+    run env -u PMIX_NAMESPACE -u SLURM_STEP_NUM_TASKS "$CHECK" collectives 2
+    [ "$status" -eq 0 ]
+    run env -u PMIX_NAMESPACE -u SLURM_STEP_NUM_TASKS "$TORCH_PYTHON" -c '
+import dtshim
+dtshim.init()
+assert (dtshim.rank(), dtshim.size()) == (0, 1)
+assert dtshim.allgather(b"x") == [b"x"] and dtshim.broadcast(b"y") == b"y"
+assert dtshim.gather(b"") == [b""] and dtshim.should_preempt() is False
+print("world of one")'
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$output" = "world of one" ]
+}
+
+@test "inside an OpenMPI (mpi4py) program: dtshim and MPI share PMIx and agree" {
+    run timeout 120 srun --mpi=pmix -N3 -n6 "$TORCH_PYTHON" "$TOP/tests/integration/helpers/shim_mpi.py"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(count 'ok rank=[0-5] size=6')" -eq 6 ]
+}
+
+@test "the Python module in a PyTorch gloo job: port shared over PMIx, preemption at the same step" {
+    run timeout 120 srun --mpi=pmix -N2 -n4 "$TORCH_PYTHON" "$TOP/tests/integration/helpers/shim_torch.py"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(count 'ok rank=[0-3] sum=10 stopped=3 nodes=2')" -eq 4 ]
+}
