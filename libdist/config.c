@@ -28,6 +28,9 @@ const char dist_spec_help[] =
     "  fail_fast=on|off\n"
     "           when a task fails, stop every task of the step at once (on,\n"
     "           the default), or let the others run (off)\n"
+    "  watchdog=SECONDS\n"
+    "           end the step when a rank using the shim has not called\n"
+    "           dtshim_progress() for SECONDS (off by default)\n"
     "  help     print this text\n"
     "The environment variable DIST_TRAIN=SPEC is used when the flag is not given.";
 
@@ -109,6 +112,19 @@ static int parse_spec_setting (struct dist_config *cfg, const char *tok,
         snprintf (err, errsz, "--dist-train: '%.64s': visible= takes all or own", tok);
         return -1;
     }
+    if (strncmp (tok, "watchdog=", 9) == 0) {
+        char *end;
+        unsigned long s;
+        errno = 0;
+        s = strtoul (tok + 9, &end, 10);
+        if (tok[9] >= '0' && tok[9] <= '9' && *end == '\0' && errno == 0 && s <= 10000000) {
+            cfg->watchdog_s = (uint32_t) s;
+            return 0;
+        }
+        snprintf (err, errsz, "--dist-train: '%.64s': watchdog= takes seconds, e.g. "
+                              "watchdog=600 (0 = off)", tok);
+        return -1;
+    }
     if (strncmp (tok, "fail_fast=", 10) == 0) {
         bool on;
         if (parse_on_off (tok + 10, &on) == 0) {
@@ -120,7 +136,7 @@ static int parse_spec_setting (struct dist_config *cfg, const char *tok,
     }
     snprintf (err, errsz,
               "--dist-train: unknown SPEC setting '%.64s'; valid: bind=auto|gpu|cpu|none, "
-              "visible=all|own, fail_fast=on|off", tok);
+              "visible=all|own, fail_fast=on|off, watchdog=SECONDS", tok);
     return -1;
 }
 

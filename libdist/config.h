@@ -51,6 +51,7 @@ struct dist_config {
     char topology[DIST_PATH_MAX];    /* plugstack topology=FILE, "" = hwloc's sources */
     bool fail_fast_site;             /* plugstack fail_fast=, on by default */
     int fail_fast_user;              /* SPEC fail_fast=: -1 not given, 0 off, 1 on */
+    uint32_t watchdog_s;             /* SPEC watchdog=: DIST_TRAIN_WATCHDOG, 0 = off */
 };
 
 /* Whether one failed task stops the whole step: the site's "off" cannot be

@@ -170,6 +170,17 @@ void dtshim_request_preempt(void);
 /* Change the recorded preemption signal (0 = none besides SIGTERM); after dtshim_init(). */
 int dtshim_set_preempt_signal(int signo);
 
+/* Progress watchdog (off by default). With DIST_TRAIN_WATCHDOG=SECONDS in the environment
+ * (--dist-train=watchdog=SECONDS sets it), dtshim_init() starts a thread that ends the whole
+ * step (PMIx_Abort, exit status 124) when dtshim_progress() has not been called for that
+ * long, counting from dtshim_init(): call it once per training step. A bad value makes
+ * dtshim_init() fail with DTSHIM_ERR_INVALID. dtshim_progress() is a relaxed atomic store of
+ * the clock: safe from any thread, and cheap (scripts/bench-shim measures it). */
+int dtshim_progress(void);
+
+/* The watchdog's limit in seconds, 0 when it is off. */
+double dtshim_watchdog_limit(void);
+
 /* NCCL: create the step's communicator. Selects the CUDA device (device >= 0, else the
  * local rank modulo the visible devices), has rank 0 create the unique id, shares it with
  * dtshim_share_unique_id() and calls ncclCommInitRankConfig. With a deadline set

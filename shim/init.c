@@ -190,6 +190,12 @@ int dtshim_init(void)
 			PMIx_Finalize(NULL, 0);
 		return rv;
 	}
+	if ((rv = shim_watchdog_start()) != DTSHIM_OK) {
+		shim_preempt_restore();
+		if (shim_world.pmix)
+			PMIx_Finalize(NULL, 0);
+		return rv;
+	}
 	shim_world.seq = 0;
 	shim_world.broken = false;
 	shim_world.initialized = true;
@@ -202,6 +208,7 @@ int dtshim_finalize(void)
 
 	if (!shim_world.initialized)
 		return DTSHIM_ERR_NOT_INITIALIZED;
+	shim_watchdog_stop();
 	shim_preempt_restore();
 	shim_world.initialized = false;
 	/* After a timeout a fence is still pending in the server: finalizing would wait on it. */

@@ -11,6 +11,7 @@ shim_libdtshim_la_SOURCES = \
 	shim/collective.c \
 	shim/exchange.c \
 	shim/preempt.c \
+	shim/watchdog.c \
 	shim/nccl.c
 shim_libdtshim_la_CPPFLAGS = $(AM_CPPFLAGS) $(PMIX_CFLAGS)
 shim_libdtshim_la_CFLAGS = $(AM_CFLAGS) -pthread
@@ -46,7 +47,7 @@ tests_unit_test_shim_wire_LDADD = $(UNIT_LINKLIBS) -lm
 # The library's own sources again, with the sanitizers, in a world of one (no PMIx server).
 check_PROGRAMS += tests/unit/test_shim_local
 tests_unit_test_shim_local_SOURCES = tests/unit/test_shim_local.c \
-	shim/wire.c shim/init.c shim/collective.c shim/exchange.c shim/preempt.c shim/nccl.c
+	shim/wire.c shim/init.c shim/collective.c shim/exchange.c shim/preempt.c shim/watchdog.c shim/nccl.c
 tests_unit_test_shim_local_CFLAGS = $(UNIT_COMPILEFLAGS) $(PMIX_CFLAGS) -pthread
 tests_unit_test_shim_local_LDFLAGS = $(UNIT_LINKFLAGS) -pthread
 tests_unit_test_shim_local_LDADD = $(UNIT_LINKLIBS) $(PMIX_LIBS) -lm

@@ -29,6 +29,10 @@ extern struct shim_world shim_world;
 /* Record the detail of a failure for dtshim_last_error(); returns status. */
 int shim_fail(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* The progress watchdog (watchdog.c), from DIST_TRAIN_WATCHDOG. */
+int shim_watchdog_start(void);
+void shim_watchdog_stop(void);
+
 /* Preemption handlers (preempt.c). */
 int shim_preempt_install(void);
 void shim_preempt_restore(void);

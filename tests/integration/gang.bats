@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # gang.bats - gang semantics on a 3-node cluster: one failed task stops the
-# step everywhere (fail_fast), an early clean exit does not, and fail_fast=off
-# keeps Slurm's own behaviour.
+# step everywhere (fail_fast), an early clean exit does not, fail_fast=off
+# keeps Slurm's own behaviour; a PyTorch job that uses the shim stops together
+# on a preemption signal and resumes, and the watchdog ends a wedged step.
 
 load helpers/common
 
@@ -12,6 +13,8 @@ setup_file() {
 teardown_file() {
     cluster_stop
 }
+
+PREEMPT_TRAIN="$TOP/examples/preempt_train.py"
 
 setup() {
     cd "$TOP"
@@ -29,6 +32,17 @@ leftovers() {
         sleep 0.2
     done
     pgrep -af "sleep $MARK" >&2
+    return 1
+}
+
+# Processes whose command line has $1, left anywhere after the step.
+leftovers_of() {
+    local i
+    for i in $(seq 50); do
+        pgrep -f "$1" >/dev/null || return 0
+        sleep 0.2
+    done
+    pgrep -af "$1" >&2
     return 1
 }
 
@@ -104,4 +118,73 @@ JOB
     # srun's status: the others were killed (128 + 9)
     [[ $output == *"after the step: 137"* ]]
     leftovers
+}
+
+# The example training script under --dist-train and PMIx, in the background;
+# its output in $RUN/out.  $RUN is shared with the nodes.
+start_training() {
+    RUN=$MINICLUSTER_DIR/train.$BATS_TEST_NUMBER
+    mkdir -p "$RUN"
+    DTSHIM_LIBRARY=$TOP/shim/.libs/libdtshim.so.0 PYTHONPATH=$TOP/python \
+        timeout 120 srun --mpi=pmix "$@" "$TORCH_PYTHON" "$PREEMPT_TRAIN" --dir "$RUN" \
+        >"$RUN/out" 2>&1 &
+    TRAIN_PID=$!
+}
+
+# Wait until $1 lines of $RUN/out match $2 (at most 60 s).
+wait_lines() {
+    local i
+    for ((i = 0; i < 600; i++)); do
+        [[ $(grep -c -- "$2" "$RUN/out" 2>/dev/null) -ge $1 ]] && return 0
+        sleep 0.1
+    done
+    cat "$RUN/out" >&2
+    return 1
+}
+
+@test "preemption: scancel --signal=USR2, every rank stops at the same step, exits 0, and resumes" {
+    start_training --dist-train -N3 -n3
+    wait_lines 3 'starting at step 0'
+    sleep 1 # some training steps
+    local job
+    job=$(squeue -h -o %i | head -1)
+    scancel --signal=USR2 "$job"
+    wait "$TRAIN_PID"
+    local rc=$?
+    cat "$RUN/out"
+    [ "$rc" -eq 0 ]
+    [[ $(grep -c 'stopped at step [0-9]* (preempted)' "$RUN/out") -eq 3 ]]
+    local stops
+    stops=$(grep -o 'stopped at step [0-9]*' "$RUN/out" | sort -u)
+    [[ $(wc -l <<<"$stops") -eq 1 ]]
+    local at=${stops##* }
+    ((at > 0))
+    # the next attempt (a requeue, or dist-train-restart) resumes from there
+    DIST_TRAIN_RESTART_COUNT=1 start_training --dist-train -N3 -n3
+    wait_lines 3 "restart 1, starting at step $at"
+    kill "$TRAIN_PID" 2>/dev/null || true
+    wait "$TRAIN_PID" || true
+}
+
+@test "watchdog: a wedged rank ends the step, named, instead of holding it" {
+    local t0=$(date +%s)
+    DTSHIM_LIBRARY=$TOP/shim/.libs/libdtshim.so.0 PYTHONPATH=$TOP/python \
+        run timeout 120 srun --mpi=pmix --dist-train=watchdog=4 -N3 -n3 "$TORCH_PYTHON" \
+        "$PREEMPT_TRAIN" --dir "$MINICLUSTER_DIR" --hang 1 5
+    local took=$(( $(date +%s) - t0 ))
+    echo "$output"
+    echo "took $took s"
+    [ "$status" -ne 0 ]
+    ((took < 60))
+    [[ $output == *"dtshim: rank "*" made no progress for "*" s (DIST_TRAIN_WATCHDOG=4): ending the step"* ]]
+    leftovers_of "$PREEMPT_TRAIN"
+}
+
+@test "no watchdog by default: a slow rank is only slow" {
+    DTSHIM_LIBRARY=$TOP/shim/.libs/libdtshim.so.0 PYTHONPATH=$TOP/python \
+        run timeout 120 srun --mpi=pmix --dist-train -N2 -n2 "$TORCH_PYTHON" \
+        "$PREEMPT_TRAIN" --dir "$MINICLUSTER_DIR" --steps 3 --step-time 2
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ $(grep -c 'stopped at step 3 (done)' <<<"$output") -eq 2 ]]
 }

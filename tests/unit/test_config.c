@@ -225,6 +225,25 @@ static void test_fail_fast (void **state)
     assert_non_null (strstr (err, "on or off"));
 }
 
+static void test_watchdog (void **state)
+{
+    struct dist_config cfg;
+    char err[DIST_ERR_MAX];
+
+    dist_config_init (&cfg);
+    assert_int_equal (cfg.watchdog_s, 0);
+    assert_int_equal (dist_config_parse_spec (&cfg, "torch,watchdog=600", err, sizeof (err)), 0);
+    assert_int_equal (cfg.watchdog_s, 600);
+    assert_int_equal (dist_config_parse_spec (&cfg, "watchdog=0", err, sizeof (err)), 0);
+    assert_int_equal (cfg.watchdog_s, 0);
+    assert_int_equal (dist_config_parse_spec (&cfg, "watchdog=-1", err, sizeof (err)), -1);
+    assert_non_null (strstr (err, "watchdog=-1"));
+    assert_int_equal (dist_config_parse_spec (&cfg, "watchdog=10m", err, sizeof (err)), -1);
+    assert_int_equal (dist_config_parse_spec (&cfg, "watchdog=99999999999999999999", err,
+                                              sizeof (err)), -1);
+    assert_int_equal (dist_config_parse_spec (&cfg, "watchdog=", err, sizeof (err)), -1);
+}
+
 static void test_arg_nic_and_topology (void **state)
 {
     struct dist_config cfg;
@@ -265,6 +284,7 @@ int main (void)
         cmocka_unit_test (test_bind_bad_values_named),
         cmocka_unit_test (test_arg_nic_and_topology),
         cmocka_unit_test (test_fail_fast),
+        cmocka_unit_test (test_watchdog),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }

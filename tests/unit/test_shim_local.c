@@ -7,6 +7,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -18,6 +21,7 @@ static int setup(void **state)
 	unsetenv("SLURM_STEP_NUM_TASKS");
 	unsetenv("DTSHIM_TIMEOUT");
 	unsetenv("DTSHIM_PREEMPT_SIGNAL");
+	unsetenv("DIST_TRAIN_WATCHDOG");
 	return 0;
 }
 
@@ -25,6 +29,61 @@ static int teardown(void **state)
 {
 	dtshim_finalize();
 	return setup(state);
+}
+
+static void watchdog_settings(void **state)
+{
+	assert_int_equal(dtshim_progress(), DTSHIM_ERR_NOT_INITIALIZED);
+	setenv("DIST_TRAIN_WATCHDOG", "ten", 1);
+	assert_int_equal(dtshim_init(), DTSHIM_ERR_INVALID);
+	assert_non_null(strstr(dtshim_last_error(), "DIST_TRAIN_WATCHDOG=ten"));
+	setenv("DIST_TRAIN_WATCHDOG", "-1", 1);
+	assert_int_equal(dtshim_init(), DTSHIM_ERR_INVALID);
+	setenv("DIST_TRAIN_WATCHDOG", "0", 1);
+	assert_int_equal(dtshim_init(), DTSHIM_OK);
+	assert_true(dtshim_watchdog_limit() == 0);
+	assert_int_equal(dtshim_progress(), DTSHIM_OK);
+	assert_int_equal(dtshim_finalize(), DTSHIM_OK);
+	setenv("DIST_TRAIN_WATCHDOG", "600", 1);
+	assert_int_equal(dtshim_init(), DTSHIM_OK);
+	assert_true(dtshim_watchdog_limit() == 600);
+	/* finalize stops the thread at once, not after a period */
+	assert_int_equal(dtshim_finalize(), DTSHIM_OK);
+}
+
+/* In a child: a 0.4 s watchdog, with progress every 0.1 s for `busy` seconds, then none. */
+static int run_watched(double busy, double idle)
+{
+	pid_t pid = fork();
+	int status;
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct timespec tick = { 0, 100000000 };
+		double t;
+		setenv("DIST_TRAIN_WATCHDOG", "0.4", 1);
+		if (dtshim_init() != DTSHIM_OK)
+			_exit(3);
+		for (t = 0; t < busy; t += 0.1) {
+			dtshim_progress();
+			nanosleep(&tick, NULL);
+		}
+		for (t = 0; t < idle; t += 0.1)
+			nanosleep(&tick, NULL);
+		dtshim_finalize();
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	return WEXITSTATUS(status);
+}
+
+static void watchdog_fires_without_progress(void **state)
+{
+	/* progress keeps it quiet well past the limit */
+	assert_int_equal(run_watched(1.5, 0), 0);
+	/* then 3 s without: it ends the process with 124 (like timeout(1)) */
+	assert_int_equal(run_watched(0.5, 3), 124);
 }
 
 static void facts_before_init_are_minus_one(void **state)
@@ -186,6 +245,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(preempt_signal_can_change, setup, teardown),
 		cmocka_unit_test_setup_teardown(request_preempt_by_hand, setup, teardown),
 		cmocka_unit_test(every_status_has_a_message),
+		cmocka_unit_test_setup_teardown(watchdog_settings, setup, teardown),
+		cmocka_unit_test_setup_teardown(watchdog_fires_without_progress, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
