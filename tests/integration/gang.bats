@@ -26,13 +26,7 @@ setup() {
 
 # Tasks of the step still alive anywhere (all nodes share this PID namespace).
 leftovers() {
-    local i
-    for i in $(seq 50); do
-        pgrep -f "sleep $MARK" >/dev/null || return 0
-        sleep 0.2
-    done
-    pgrep -af "sleep $MARK" >&2
-    return 1
+    leftovers_of "sleep $MARK"
 }
 
 # Processes whose command line has $1, left anywhere after the step.
