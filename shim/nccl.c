@@ -9,6 +9,8 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 #include <sched.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 _Static_assert(sizeof(ncclUniqueId) == NCCL_UNIQUE_ID_BYTES, "ncclUniqueId size");
@@ -26,6 +28,12 @@ static int select_device(int device)
 	cudaError_t cerr;
 	int count = 0;
 
+	const char *chosen = getenv("DIST_TRAIN_DEVICE");
+
+	/* --dist-train's choice for this rank (issue 4), an index into CUDA_VISIBLE_DEVICES */
+	if (device < 0 && chosen != NULL && chosen[0] >= '0' && chosen[0] <= '9'
+	    && strspn(chosen, "0123456789") == strlen(chosen) && strlen(chosen) < 6)
+		device = atoi(chosen);
 	if (device < 0) {
 		if ((cerr = cudaGetDeviceCount(&count)) != cudaSuccess || count <= 0)
 			return shim_fail(DTSHIM_ERR_CUDA, "cudaGetDeviceCount: %s",

@@ -24,6 +24,7 @@
 
 struct task_binding {
     char *visible;       /* CUDA_VISIBLE_DEVICES, NULL = no GPUs */
+    int device;          /* the index of its first own GPU in visible */
     char *gpus;          /* bus ids */
     char *cpus;          /* cpulist */
     char *mems;
@@ -136,6 +137,9 @@ static int fill_task (const struct dist_topo *t, const struct dist_bind_plan *pl
     if (plan->ngpus > 0) {
         n = dist_bind_visible (plan, r, dist_train.cfg.visible_own, pos);
         tb->visible = join_tokens (pos, n, tokens);
+        for (tb->device = 0; tb->device < n - 1; tb->device++)
+            if (pos[tb->device] == plan->order[rk->gpu_first])
+                break;
         for (i = 0; i < rk->gpu_count; i++)
             off += (size_t) snprintf (buses + off, sizeof (buses) - off, "%s%s", i ? "," : "",
                                       t->gpu[index[plan->order[rk->gpu_first + i]]].busid);
@@ -260,6 +264,7 @@ void dist_train_bind_task (spank_t sp, int local_rank, uint32_t *omp_threads)
     enum dist_bind mode = dist_config_bind (&dist_train.cfg);
     bool cpus_theirs = user_bound_cpus (sp), gpus_theirs = user_bound_gpus (sp);
     struct task_binding *tb;
+    char device[16];
     double t0;
 
     if (local_rank == 0 && node.warning[0] != '\0') {
@@ -278,6 +283,8 @@ void dist_train_bind_task (spank_t sp, int local_rank, uint32_t *omp_threads)
         spank_setenv (sp, "CUDA_VISIBLE_DEVICES", tb->visible, 1);
         spank_setenv (sp, "CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1);
         spank_setenv (sp, "DIST_TRAIN_GPUS", tb->gpus, 1);
+        snprintf (device, sizeof (device), "%d", tb->device);
+        spank_setenv (sp, "DIST_TRAIN_DEVICE", device, 1);
     }
     if (!cpus_theirs && mode != DIST_BIND_GPU) {
         if (tb->mask != NULL && sched_setaffinity (0, tb->masksize, tb->mask) < 0)

@@ -87,6 +87,8 @@ visible_bus() {
         [[ $(visible_bus "$(field "$line" CVD)" "$lr") == "$(field "$line" GPUS | cut -d, -f1)" ]]
         [[ $(tr ',' '\n' <<<"$(field "$line" CVD)" | sort -n | paste -sd,) == 0,1,2,3 ]]
         [[ $(field "$line" ORDER) == PCI_BUS_ID ]]
+        # the shim's NCCL setup takes this device: the rank's first GPU
+        [[ $(field "$line" DEVICE) == "$lr" ]]
         # the kernel agrees with the plan
         [[ $(field "$line" AFFINITY) == "$(field "$line" CPUS)" ]]
         [[ $(field "$line" OMP) == 1 ]]
@@ -156,6 +158,7 @@ visible_bus() {
 @test "visible=own: only the rank's own GPUs are visible" {
     bind_step --dist-train=visible=own -N1 -n2 --gres=gpu:4
     [[ $(field "${lines[0]}" CVD) == 0,1 && $(field "${lines[1]}" CVD) == 2,3 ]]
+    [[ $(field "${lines[0]}" DEVICE) == 0 && $(field "${lines[1]}" DEVICE) == 0 ]]
 }
 
 @test "the site's bind=none turns binding off, even when the user asks" {
