@@ -127,38 +127,79 @@ void dtshim_request_preempt(void)
 	preempt_flag = 1;
 }
 
+/* The key a rank puts, once, when it has recorded a preemption request. */
+#define PREEMPT_KEY "dtshim.preempt"
+
+static bool published;                /* this rank has put PREEMPT_KEY */
+
+/* Whether any rank has put PREEMPT_KEY, from the data of the last fence only (PMIX_OPTIONAL:
+ * a key a rank never put is "not found" at once instead of a wait for it). */
+static int any_rank_asked(int *any)
+{
+	pmix_proc_t peer;
+	pmix_info_t optional;
+	pmix_value_t *got = NULL;
+	pmix_status_t rc;
+	bool yes = true;
+
+	*any = 0;
+	PMIX_INFO_LOAD(&optional, PMIX_OPTIONAL, &yes, PMIX_BOOL);
+	PMIX_LOAD_NSPACE(peer.nspace, shim_world.self.nspace);
+	for (int r = 0; r < shim_world.size && !*any; r++) {
+		peer.rank = (pmix_rank_t)r;
+		rc = PMIx_Get(&peer, PREEMPT_KEY, &optional, 1, &got);
+		if (rc == PMIX_SUCCESS) {
+			*any = 1;
+			PMIX_VALUE_RELEASE(got);
+		} else if (rc != PMIX_ERR_NOT_FOUND) {
+			PMIX_INFO_DESTRUCT(&optional);
+			return shim_fail(DTSHIM_ERR_PMIX, "PMIx_Get(%s of rank %d) failed: %s",
+			                 PREEMPT_KEY, r, PMIx_Error_string(rc));
+		}
+	}
+	PMIX_INFO_DESTRUCT(&optional);
+	return DTSHIM_OK;
+}
+
+/* Only a rank that was asked puts anything, and only once: every value put stays in
+ * Slurm's PMIx for the whole step and travels again with each collecting fence, so a vote
+ * at every call would make each call slower than the one before (measured: 22 ms per call
+ * after 400 calls, 300 ms after 1600). This way every call costs one collecting fence of
+ * constant size. */
 int dtshim_should_preempt(void)
 {
-	struct shim_piece *votes = NULL;
-	uint8_t flag;
+	pmix_value_t value;
+	pmix_status_t rc;
 	uint64_t seq;
-	int rv, n = shim_world.size;
+	int rv, any;
 
 	if ((rv = shim_begin(&seq)) != DTSHIM_OK)
 		return rv;
 	/* Every rank decided 1 at the same call: no need to ask again. */
 	if (decided)
 		goto out;
-	flag = preempt_flag != 0;
 	if (!shim_world.pmix) {
-		decided = flag;
+		decided = preempt_flag != 0;
 		goto out;
 	}
-	/* Every rank votes, also "no": a missing key cannot be told from a late one (PMIx would
-	 * wait for it, and PMIX_OPTIONAL does not see data from the fence here). */
-	if ((votes = calloc((size_t)n, sizeof(*votes))) == NULL) {
-		rv = DTSHIM_ERR_NO_MEMORY;
-		goto out;
+	if (preempt_flag && !published) {
+		PMIX_VALUE_LOAD(&value, &seq, PMIX_UINT64);
+		rc = PMIx_Put(PMIX_GLOBAL, PREEMPT_KEY, &value);
+		PMIX_VALUE_DESTRUCT(&value);
+		if (rc == PMIX_SUCCESS)
+			rc = PMIx_Commit();
+		if (rc != PMIX_SUCCESS) {
+			rv = shim_fail(DTSHIM_ERR_PMIX, "PMIx_Put(%s) failed: %s", PREEMPT_KEY,
+			               PMIx_Error_string(rc));
+			goto out;
+		}
+		published = true;
 	}
-	if ((rv = shim_exchange(SHIM_OP_PREEMPT, &flag, 1, true, seq)) != DTSHIM_OK ||
-	    (rv = shim_read(SHIM_OP_PREEMPT, seq, 0, n, votes)) != DTSHIM_OK)
+	if ((rv = shim_exchange(SHIM_OP_PREEMPT, NULL, 0, false, seq)) != DTSHIM_OK ||
+	    (rv = any_rank_asked(&any)) != DTSHIM_OK)
 		goto out;
-	for (int r = 0; r < n; r++)
-		if (votes[r].size == 1 && votes[r].bytes[0] != 0)
-			decided = 1;
-	shim_pieces_free(votes, n);
+	decided = any;
 out:
-	free(votes);
 	shim_end();
 	return rv != DTSHIM_OK ? rv : decided;
 }

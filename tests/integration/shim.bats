@@ -107,6 +107,14 @@ preempt_one_task() {
     [ "$(count 'rank [0-5]: .*requested=0 chained=0$')" -eq 5 ]
 }
 
+@test "2000 preemption decisions in a row: the right answer at every call on every rank" {
+    run timeout 120 srun --mpi=pmix -N3 -n6 "$TORCH_PYTHON" \
+        "$TOP/tests/integration/helpers/shim_votes.py" 2000 4 1500
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(count 'rank [0-5]: first true at 1500$')" -eq 6 ]
+}
+
 @test "scancel --signal=USR2 of the step: every rank stops at the same step" {
     preempt_one_task USR2 step
     echo "$output"
