@@ -156,19 +156,36 @@ static int find_rank0_node (spank_t sp, uint32_t node_rank, char **rank0, bool *
     return 0;
 }
 
-/* scripts/dist-train-restart counts its attempts (on top of the job's
- * requeues) in DIST_TRAIN_RESTART_COUNT; torchrun's restart count follows. */
-static void restart_count_from_launcher (spank_t sp, uint32_t *count)
+/* A count from the step's environment; false when unset or not a number. */
+static bool env_count (spank_t sp, const char *name, uint32_t *count)
 {
     char value[16], *end;
     unsigned long n;
 
-    if (spank_getenv (sp, "DIST_TRAIN_RESTART_COUNT", value, sizeof (value)) != ESPANK_SUCCESS
+    if (spank_getenv (sp, name, value, sizeof (value)) != ESPANK_SUCCESS
         || value[0] < '0' || value[0] > '9')
-        return;
+        return false;
     n = strtoul (value, &end, 10);
-    if (*end == '\0' && n <= 1000000)
-        *count = (uint32_t) n;
+    if (*end != '\0' || n > 1000000)
+        return false;
+    *count = (uint32_t) n;
+    return true;
+}
+
+/* torchrun's restart count: the job's requeues (Slurm's item is 0 in the
+ * steps of a requeued batch job; SLURM_RESTART_COUNT in its environment is
+ * right), or what scripts/dist-train-restart counts, requeues included, in
+ * DIST_TRAIN_RESTART_COUNT. */
+static void restart_count (spank_t sp, uint32_t *count)
+{
+    uint32_t n;
+
+    if (spank_get_item (sp, S_SLURM_RESTART_COUNT, count) != ESPANK_SUCCESS)
+        *count = 0;
+    if (env_count (sp, "SLURM_RESTART_COUNT", &n) && n > *count)
+        *count = n;
+    if (env_count (sp, "DIST_TRAIN_RESTART_COUNT", &n))
+        *count = n;
 }
 
 static int collect_step (spank_t sp, struct dist_step *step)
@@ -188,10 +205,7 @@ static int collect_step (spank_t sp, struct dist_step *step)
         || get_u32 (sp, S_STEP_CPUS_PER_TASK, "CPUs per task",
                     &step->cpus_per_task) < 0)
         return -1;
-    if (spank_get_item (sp, S_SLURM_RESTART_COUNT, &step->restart_count)
-        != ESPANK_SUCCESS)
-        step->restart_count = 0;
-    restart_count_from_launcher (sp, &step->restart_count);
+    restart_count (sp, &step->restart_count);
 
     /* A MASTER_ADDR the user set is kept: it only guides the interface. */
     if (spank_getenv (sp, "MASTER_ADDR", user_addr, sizeof (user_addr)) == ESPANK_SUCCESS

@@ -160,6 +160,26 @@ wait_lines() {
     wait "$TRAIN_PID" || true
 }
 
+@test "requeue: TORCHELASTIC_RESTART_COUNT follows the job's requeue count" {
+    local f=$MINICLUSTER_DIR/requeue.$BATS_TEST_NUMBER job i
+    rm -f "$f"
+    job=$(sbatch --parsable --requeue -o /dev/null -N1 --wrap "srun --dist-train -N1 -n1 \
+        bash -c 'echo restart=\$TORCHELASTIC_RESTART_COUNT >> $f'
+        [ \${SLURM_RESTART_COUNT:-0} = 0 ] && exec sleep $MARK")
+    for ((i = 0; i < 300; i++)); do [[ -s $f ]] && break; sleep 0.2; done
+    scontrol requeue "$job"
+    # Slurm holds a requeued job for a while: once it is pending, let it start now
+    for ((i = 0; i < 150; i++)); do
+        [[ $(squeue -h -j "$job" -o %T) == PENDING ]] && break
+        sleep 0.2
+    done
+    scontrol update jobid="$job" StartTime=now
+    for ((i = 0; i < 300; i++)); do [[ $(wc -l <"$f") -ge 2 ]] && break; sleep 0.2; done
+    cat "$f"
+    [[ $(cat "$f") == $'restart=0\nrestart=1' ]]
+    leftovers
+}
+
 @test "watchdog: a wedged rank ends the step, named, instead of holding it" {
     local t0=$(date +%s)
     DTSHIM_LIBRARY=$TOP/shim/.libs/libdtshim.so.0 PYTHONPATH=$TOP/python \
