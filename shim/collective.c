@@ -7,266 +7,267 @@
 #include "shim/dtshim.h"
 #include "shim/shim.h"
 
-int shim_begin(uint64_t *seq)
+int shim_begin (uint64_t *seq)
 {
-	double whole, frac;
+    double whole, frac;
 
-	if (!shim_world.initialized)
-		return DTSHIM_ERR_NOT_INITIALIZED;
-	pthread_mutex_lock(&shim_world.lock);
-	if (shim_world.broken) {
-		pthread_mutex_unlock(&shim_world.lock);
-		return shim_fail(DTSHIM_ERR_BROKEN, "an earlier collective timed out");
-	}
-	*seq = shim_world.seq++;
-	/* One deadline for the whole call: its fence and its gets. */
-	clock_gettime(CLOCK_MONOTONIC, &shim_world.deadline);
-	frac = modf(shim_world.timeout_s, &whole);
-	shim_world.deadline.tv_sec += (time_t)whole;
-	shim_world.deadline.tv_nsec += (long)(frac * 1e9);
-	if (shim_world.deadline.tv_nsec >= 1000000000L) {
-		shim_world.deadline.tv_sec++;
-		shim_world.deadline.tv_nsec -= 1000000000L;
-	}
-	return DTSHIM_OK;
+    if (!shim_world.initialized)
+        return DTSHIM_ERR_NOT_INITIALIZED;
+    pthread_mutex_lock (&shim_world.lock);
+    if (shim_world.broken) {
+        pthread_mutex_unlock (&shim_world.lock);
+        return shim_fail (DTSHIM_ERR_BROKEN, "an earlier collective timed out");
+    }
+    *seq = shim_world.seq++;
+    /* One deadline for the whole call: its fence and its gets. */
+    clock_gettime (CLOCK_MONOTONIC, &shim_world.deadline);
+    frac = modf (shim_world.timeout_s, &whole);
+    shim_world.deadline.tv_sec += (time_t) whole;
+    shim_world.deadline.tv_nsec += (long) (frac * 1e9);
+    if (shim_world.deadline.tv_nsec >= 1000000000L) {
+        shim_world.deadline.tv_sec++;
+        shim_world.deadline.tv_nsec -= 1000000000L;
+    }
+    return DTSHIM_OK;
 }
 
-void shim_end(void)
+void shim_end (void)
 {
-	pthread_mutex_unlock(&shim_world.lock);
+    pthread_mutex_unlock (&shim_world.lock);
 }
 
-static int check_root(int root)
+static int check_root (int root)
 {
-	if (root < 0 || root >= shim_world.size)
-		return shim_fail(DTSHIM_ERR_INVALID, "root %d outside 0..%d", root,
-		                 shim_world.size - 1);
-	return DTSHIM_OK;
+    if (root < 0 || root >= shim_world.size)
+        return shim_fail (DTSHIM_ERR_INVALID, "root %d outside 0..%d", root, shim_world.size - 1);
+    return DTSHIM_OK;
 }
 
-static int size_mismatch(uint64_t seq, int rank, size_t got, size_t want)
+static int size_mismatch (uint64_t seq, int rank, size_t got, size_t want)
 {
-	return shim_fail(DTSHIM_ERR_SIZE, "collective #%llu: rank %d sent %zu bytes, rank %d "
-	                 "expects %zu", (unsigned long long)seq, rank, got, shim_world.rank, want);
+    return shim_fail (DTSHIM_ERR_SIZE,
+                      "collective #%llu: rank %d sent %zu bytes, rank %d "
+                      "expects %zu",
+                      (unsigned long long) seq, rank, got, shim_world.rank, want);
 }
 
-int dtshim_barrier(void)
+int dtshim_barrier (void)
 {
-	uint64_t seq;
-	int rv;
+    uint64_t seq;
+    int rv;
 
-	if ((rv = shim_begin(&seq)) != DTSHIM_OK)
-		return rv;
-	rv = shim_world.pmix ? shim_fence(seq) : DTSHIM_OK;
-	shim_end();
-	return rv;
+    if ((rv = shim_begin (&seq)) != DTSHIM_OK)
+        return rv;
+    rv = shim_world.pmix ? shim_fence (seq) : DTSHIM_OK;
+    shim_end ();
+    return rv;
 }
 
 /* Root's bytes into buf (fixed size) or into a new buffer (*out, variable size). */
-static int broadcast(enum shim_op op, void *buf, size_t size, int root, struct shim_piece *out)
+static int broadcast (enum shim_op op, void *buf, size_t size, int root, struct shim_piece *out)
 {
-	struct shim_piece piece = { NULL, 0 };
-	uint64_t seq;
-	int rv;
+    struct shim_piece piece = {NULL, 0};
+    uint64_t seq;
+    int rv;
 
-	if ((rv = shim_begin(&seq)) != DTSHIM_OK)
-		return rv;
-	if ((rv = check_root(root)) != DTSHIM_OK)
-		goto out;
-	if (shim_world.pmix) {
-		rv = shim_exchange(op, buf, size, shim_world.rank == root, seq);
-		if (rv == DTSHIM_OK && shim_world.rank != root)
-			rv = shim_read(op, seq, root, 1, &piece);
-		if (rv != DTSHIM_OK)
-			goto out;
-	}
-	if (shim_world.rank == root) {
-		/* The root's own copy, for the variable-size form. */
-		if (out != NULL && (piece.bytes = malloc(size > 0 ? size : 1)) == NULL) {
-			rv = DTSHIM_ERR_NO_MEMORY;
-			goto out;
-		}
-		if (out != NULL && size > 0)
-			memcpy(piece.bytes, buf, size);
-		piece.size = size;
-	} else if (out == NULL) {
-		if (piece.size != size)
-			rv = size_mismatch(seq, root, piece.size, size);
-		else if (size > 0)
-			memcpy(buf, piece.bytes, size);
-	}
-	if (out != NULL)
-		*out = piece;
-	else
-		shim_pieces_free(&piece, 1);
+    if ((rv = shim_begin (&seq)) != DTSHIM_OK)
+        return rv;
+    if ((rv = check_root (root)) != DTSHIM_OK)
+        goto out;
+    if (shim_world.pmix) {
+        rv = shim_exchange (op, buf, size, shim_world.rank == root, seq);
+        if (rv == DTSHIM_OK && shim_world.rank != root)
+            rv = shim_read (op, seq, root, 1, &piece);
+        if (rv != DTSHIM_OK)
+            goto out;
+    }
+    if (shim_world.rank == root) {
+        /* The root's own copy, for the variable-size form. */
+        if (out != NULL && (piece.bytes = malloc (size > 0 ? size : 1)) == NULL) {
+            rv = DTSHIM_ERR_NO_MEMORY;
+            goto out;
+        }
+        if (out != NULL && size > 0)
+            memcpy (piece.bytes, buf, size);
+        piece.size = size;
+    } else if (out == NULL) {
+        if (piece.size != size)
+            rv = size_mismatch (seq, root, piece.size, size);
+        else if (size > 0)
+            memcpy (buf, piece.bytes, size);
+    }
+    if (out != NULL)
+        *out = piece;
+    else
+        shim_pieces_free (&piece, 1);
 out:
-	shim_end();
-	return rv;
+    shim_end ();
+    return rv;
 }
 
-int dtshim_broadcast(void *buf, size_t size, int root)
+int dtshim_broadcast (void *buf, size_t size, int root)
 {
-	if (buf == NULL && size > 0)
-		return DTSHIM_ERR_INVALID;
-	return broadcast(SHIM_OP_BROADCAST, buf, size, root, NULL);
+    if (buf == NULL && size > 0)
+        return DTSHIM_ERR_INVALID;
+    return broadcast (SHIM_OP_BROADCAST, buf, size, root, NULL);
 }
 
-int dtshim_broadcastv(const void *send, size_t size, void **recv, size_t *recv_size, int root)
+int dtshim_broadcastv (const void *send, size_t size, void **recv, size_t *recv_size, int root)
 {
-	struct shim_piece piece = { NULL, 0 };
-	int rv;
+    struct shim_piece piece = {NULL, 0};
+    int rv;
 
-	if (recv == NULL || recv_size == NULL)
-		return DTSHIM_ERR_INVALID;
-	*recv = NULL;
-	if (dtshim_rank() == root && send == NULL && size > 0)
-		return DTSHIM_ERR_INVALID;
-	rv = broadcast(SHIM_OP_BROADCASTV, (void *)send, dtshim_rank() == root ? size : 0, root,
-	               &piece);
-	if (rv == DTSHIM_OK) {
-		*recv = piece.bytes;
-		*recv_size = piece.size;
-	}
-	return rv;
+    if (recv == NULL || recv_size == NULL)
+        return DTSHIM_ERR_INVALID;
+    *recv = NULL;
+    if (dtshim_rank () == root && send == NULL && size > 0)
+        return DTSHIM_ERR_INVALID;
+    rv = broadcast (SHIM_OP_BROADCASTV, (void *) send, dtshim_rank () == root ? size : 0, root,
+                    &piece);
+    if (rv == DTSHIM_OK) {
+        *recv = piece.bytes;
+        *recv_size = piece.size;
+    }
+    return rv;
 }
 
 /* Every rank's contribution, to every rank (root < 0) or to root: into recv at fixed
  * offsets (fixed size, recv != NULL), or into *pieces (variable size). */
-static int gather(enum shim_op op, const void *send, size_t size, int root, void *recv,
-                  struct shim_piece **pieces)
+static int gather (enum shim_op op, const void *send, size_t size, int root, void *recv,
+                   struct shim_piece **pieces)
 {
-	struct shim_piece *got = NULL;
-	uint64_t seq;
-	int rv, n = shim_world.size;
+    struct shim_piece *got = NULL;
+    uint64_t seq;
+    int rv, n = shim_world.size;
 
-	if ((rv = shim_begin(&seq)) != DTSHIM_OK)
-		return rv;
-	if (root >= 0 && (rv = check_root(root)) != DTSHIM_OK)
-		goto out;
-	if (shim_world.pmix && (rv = shim_exchange(op, send, size, true, seq)) != DTSHIM_OK)
-		goto out;
-	if (root >= 0 && root != shim_world.rank)
-		goto out;
-	if ((got = calloc((size_t)n, sizeof(*got))) == NULL) {
-		rv = DTSHIM_ERR_NO_MEMORY;
-		goto out;
-	}
-	if (!shim_world.pmix) {
-		if ((got[0].bytes = malloc(size > 0 ? size : 1)) == NULL) {
-			rv = DTSHIM_ERR_NO_MEMORY;
-			goto out;
-		}
-		if (size > 0)
-			memcpy(got[0].bytes, send, size);
-		got[0].size = size;
-	} else if ((rv = shim_read(op, seq, 0, n, got)) != DTSHIM_OK) {
-		goto out;
-	}
-	for (int r = 0; recv != NULL && r < n; r++) {
-		if (got[r].size != size) {
-			rv = size_mismatch(seq, r, got[r].size, size);
-			break;
-		}
-		if (size > 0)
-			memcpy((uint8_t *)recv + (size_t)r * size, got[r].bytes, size);
-	}
+    if ((rv = shim_begin (&seq)) != DTSHIM_OK)
+        return rv;
+    if (root >= 0 && (rv = check_root (root)) != DTSHIM_OK)
+        goto out;
+    if (shim_world.pmix && (rv = shim_exchange (op, send, size, true, seq)) != DTSHIM_OK)
+        goto out;
+    if (root >= 0 && root != shim_world.rank)
+        goto out;
+    if ((got = calloc ((size_t) n, sizeof (*got))) == NULL) {
+        rv = DTSHIM_ERR_NO_MEMORY;
+        goto out;
+    }
+    if (!shim_world.pmix) {
+        if ((got[0].bytes = malloc (size > 0 ? size : 1)) == NULL) {
+            rv = DTSHIM_ERR_NO_MEMORY;
+            goto out;
+        }
+        if (size > 0)
+            memcpy (got[0].bytes, send, size);
+        got[0].size = size;
+    } else if ((rv = shim_read (op, seq, 0, n, got)) != DTSHIM_OK) {
+        goto out;
+    }
+    for (int r = 0; recv != NULL && r < n; r++) {
+        if (got[r].size != size) {
+            rv = size_mismatch (seq, r, got[r].size, size);
+            break;
+        }
+        if (size > 0)
+            memcpy ((uint8_t *) recv + (size_t) r * size, got[r].bytes, size);
+    }
 out:
-	if (rv == DTSHIM_OK && pieces != NULL) {
-		*pieces = got;
-	} else if (got != NULL) {
-		shim_pieces_free(got, n);
-		free(got);
-	}
-	shim_end();
-	return rv;
+    if (rv == DTSHIM_OK && pieces != NULL) {
+        *pieces = got;
+    } else if (got != NULL) {
+        shim_pieces_free (got, n);
+        free (got);
+    }
+    shim_end ();
+    return rv;
 }
 
-int dtshim_allgather(const void *send, size_t size, void *recv)
+int dtshim_allgather (const void *send, size_t size, void *recv)
 {
-	if ((send == NULL || recv == NULL) && size > 0)
-		return DTSHIM_ERR_INVALID;
-	return gather(SHIM_OP_ALLGATHER, send, size, -1, recv, NULL);
+    if ((send == NULL || recv == NULL) && size > 0)
+        return DTSHIM_ERR_INVALID;
+    return gather (SHIM_OP_ALLGATHER, send, size, -1, recv, NULL);
 }
 
-int dtshim_gather(const void *send, size_t size, void *recv, int root)
+int dtshim_gather (const void *send, size_t size, void *recv, int root)
 {
-	if (root < 0 || (send == NULL && size > 0) ||
-	    (recv == NULL && size > 0 && dtshim_rank() == root))
-		return DTSHIM_ERR_INVALID;
-	return gather(SHIM_OP_GATHER, send, size, root, dtshim_rank() == root ? recv : NULL, NULL);
+    if (root < 0 || (send == NULL && size > 0)
+        || (recv == NULL && size > 0 && dtshim_rank () == root))
+        return DTSHIM_ERR_INVALID;
+    return gather (SHIM_OP_GATHER, send, size, root, dtshim_rank () == root ? recv : NULL, NULL);
 }
 
 /* The pieces in rank order in one buffer, their sizes in sizes. */
-static int concatenate(struct shim_piece *pieces, int n, void **recv, size_t *sizes)
+static int concatenate (struct shim_piece *pieces, int n, void **recv, size_t *sizes)
 {
-	size_t total = 0, off = 0;
-	uint8_t *out;
+    size_t total = 0, off = 0;
+    uint8_t *out;
 
-	for (int r = 0; r < n; r++)
-		total += pieces[r].size;
-	if ((out = malloc(total > 0 ? total : 1)) == NULL)
-		return DTSHIM_ERR_NO_MEMORY;
-	for (int r = 0; r < n; r++) {
-		if (pieces[r].size > 0)
-			memcpy(out + off, pieces[r].bytes, pieces[r].size);
-		off += pieces[r].size;
-		sizes[r] = pieces[r].size;
-	}
-	*recv = out;
-	return DTSHIM_OK;
+    for (int r = 0; r < n; r++)
+        total += pieces[r].size;
+    if ((out = malloc (total > 0 ? total : 1)) == NULL)
+        return DTSHIM_ERR_NO_MEMORY;
+    for (int r = 0; r < n; r++) {
+        if (pieces[r].size > 0)
+            memcpy (out + off, pieces[r].bytes, pieces[r].size);
+        off += pieces[r].size;
+        sizes[r] = pieces[r].size;
+    }
+    *recv = out;
+    return DTSHIM_OK;
 }
 
-static int gather_var(enum shim_op op, const void *send, size_t size, void **recv,
-                      size_t *sizes, int root)
+static int gather_var (enum shim_op op, const void *send, size_t size, void **recv, size_t *sizes,
+                       int root)
 {
-	struct shim_piece *pieces = NULL;
-	bool receives = root < 0 || root == dtshim_rank();
-	int rv;
+    struct shim_piece *pieces = NULL;
+    bool receives = root < 0 || root == dtshim_rank ();
+    int rv;
 
-	if ((send == NULL && size > 0) || recv == NULL || (receives && sizes == NULL))
-		return DTSHIM_ERR_INVALID;
-	*recv = NULL;
-	rv = gather(op, send, size, root, NULL, receives ? &pieces : NULL);
-	if (rv != DTSHIM_OK || pieces == NULL)
-		return rv;
-	rv = concatenate(pieces, shim_world.size, recv, sizes);
-	shim_pieces_free(pieces, shim_world.size);
-	free(pieces);
-	return rv;
+    if ((send == NULL && size > 0) || recv == NULL || (receives && sizes == NULL))
+        return DTSHIM_ERR_INVALID;
+    *recv = NULL;
+    rv = gather (op, send, size, root, NULL, receives ? &pieces : NULL);
+    if (rv != DTSHIM_OK || pieces == NULL)
+        return rv;
+    rv = concatenate (pieces, shim_world.size, recv, sizes);
+    shim_pieces_free (pieces, shim_world.size);
+    free (pieces);
+    return rv;
 }
 
-int dtshim_allgatherv(const void *send, size_t size, void **recv, size_t *sizes)
+int dtshim_allgatherv (const void *send, size_t size, void **recv, size_t *sizes)
 {
-	return gather_var(SHIM_OP_ALLGATHERV, send, size, recv, sizes, -1);
+    return gather_var (SHIM_OP_ALLGATHERV, send, size, recv, sizes, -1);
 }
 
-int dtshim_gatherv(const void *send, size_t size, void **recv, size_t *sizes, int root)
+int dtshim_gatherv (const void *send, size_t size, void **recv, size_t *sizes, int root)
 {
-	if (root < 0)
-		return DTSHIM_ERR_INVALID;
-	return gather_var(SHIM_OP_GATHERV, send, size, recv, sizes, root);
+    if (root < 0)
+        return DTSHIM_ERR_INVALID;
+    return gather_var (SHIM_OP_GATHERV, send, size, recv, sizes, root);
 }
 
-void dtshim_free(void *p)
+void dtshim_free (void *p)
 {
-	free(p);
+    free (p);
 }
 
-int dtshim_share_unique_id(void *id, size_t len, int ok)
+int dtshim_share_unique_id (void *id, size_t len, int ok)
 {
-	const uint8_t *bytes = id;
-	size_t i;
-	int rv;
+    const uint8_t *bytes = id;
+    size_t i;
+    int rv;
 
-	if (id == NULL || len == 0)
-		return DTSHIM_ERR_INVALID;
-	if (dtshim_rank() == 0 && !ok)
-		memset(id, 0, len);
-	if ((rv = broadcast(SHIM_OP_UNIQUE_ID, id, len, 0, NULL)) != DTSHIM_OK)
-		return rv;
-	for (i = 0; i < len && bytes[i] == 0; i++)
-		;
-	if (i == len)
-		return shim_fail(DTSHIM_ERR_NO_ID, "rank 0 published an all-zero id");
-	return DTSHIM_OK;
+    if (id == NULL || len == 0)
+        return DTSHIM_ERR_INVALID;
+    if (dtshim_rank () == 0 && !ok)
+        memset (id, 0, len);
+    if ((rv = broadcast (SHIM_OP_UNIQUE_ID, id, len, 0, NULL)) != DTSHIM_OK)
+        return rv;
+    for (i = 0; i < len && bytes[i] == 0; i++)
+        ;
+    if (i == len)
+        return shim_fail (DTSHIM_ERR_NO_ID, "rank 0 published an all-zero id");
+    return DTSHIM_OK;
 }

@@ -33,31 +33,31 @@ extern "C" {
 #define DTSHIM_VERSION_MINOR 1
 
 enum dtshim_status {
-	DTSHIM_OK = 0,
-	DTSHIM_ERR_NOT_INITIALIZED = -1, /* dtshim_init() was not called (or failed) */
-	DTSHIM_ERR_NO_PMIX = -2,         /* a Slurm step without a PMIx server (--mpi=none) */
-	DTSHIM_ERR_PMIX = -3,            /* a PMIx call failed; see dtshim_last_error() */
-	DTSHIM_ERR_TIMEOUT = -4,         /* a peer did not arrive before the deadline */
-	DTSHIM_ERR_BROKEN = -5,          /* an earlier call timed out: exchanges are lost */
-	DTSHIM_ERR_INVALID = -6,         /* a bad argument (NULL buffer, root out of range) */
-	DTSHIM_ERR_SIZE = -7,            /* ranks passed different sizes to a fixed-size call */
-	DTSHIM_ERR_MISMATCH = -8,        /* ranks called different collectives at this step */
-	DTSHIM_ERR_NO_MEMORY = -9,
-	DTSHIM_ERR_NO_ADDRESS = -10,     /* rank 0's host resolves to no usable address */
-	DTSHIM_ERR_SIGNAL = -11,         /* the preemption signal cannot be handled */
-	DTSHIM_ERR_NO_ID = -12,          /* rank 0 could not create the unique id it shares */
-	DTSHIM_ERR_CUDA = -13,
-	DTSHIM_ERR_NCCL = -14,
-	DTSHIM_ERR_NOT_BUILT = -15,      /* this libdtshim was built without NCCL */
+    DTSHIM_OK = 0,
+    DTSHIM_ERR_NOT_INITIALIZED = -1, /* dtshim_init() was not called (or failed) */
+    DTSHIM_ERR_NO_PMIX = -2, /* a Slurm step without a PMIx server (--mpi=none) */
+    DTSHIM_ERR_PMIX = -3, /* a PMIx call failed; see dtshim_last_error() */
+    DTSHIM_ERR_TIMEOUT = -4, /* a peer did not arrive before the deadline */
+    DTSHIM_ERR_BROKEN = -5, /* an earlier call timed out: exchanges are lost */
+    DTSHIM_ERR_INVALID = -6, /* a bad argument (NULL buffer, root out of range) */
+    DTSHIM_ERR_SIZE = -7, /* ranks passed different sizes to a fixed-size call */
+    DTSHIM_ERR_MISMATCH = -8, /* ranks called different collectives at this step */
+    DTSHIM_ERR_NO_MEMORY = -9,
+    DTSHIM_ERR_NO_ADDRESS = -10, /* rank 0's host resolves to no usable address */
+    DTSHIM_ERR_SIGNAL = -11, /* the preemption signal cannot be handled */
+    DTSHIM_ERR_NO_ID = -12, /* rank 0 could not create the unique id it shares */
+    DTSHIM_ERR_CUDA = -13,
+    DTSHIM_ERR_NCCL = -14,
+    DTSHIM_ERR_NOT_BUILT = -15, /* this libdtshim was built without NCCL */
 };
 
 /* What a code means, e.g. "no PMIx server in this step: launch with srun --mpi=pmix ...".
  * Never NULL; the string is static. */
-const char *dtshim_strerror(int status);
+const char *dtshim_strerror (int status);
 
 /* The detail of the last failure in the calling thread (the PMIx call and its status, the
  * rank that did not arrive ...), or "" when there is none. Valid until the next call. */
-const char *dtshim_last_error(void);
+const char *dtshim_last_error (void);
 
 /* Connect to the step's PMIx server, read the facts, install the preemption handlers.
  * - In a Slurm step with PMIx (srun --mpi=pmix, or MpiDefault=pmix): rank, size ... of the
@@ -68,83 +68,83 @@ const char *dtshim_last_error(void);
  * Calling it again after success does nothing and returns DTSHIM_OK. Environment:
  * DTSHIM_TIMEOUT (seconds, default 300, 0 = wait forever), DTSHIM_ABORT_ON_TIMEOUT=1,
  * DTSHIM_PREEMPT_SIGNAL (a name like USR2 or SIGUSR2, a number, or "none"; default USR2). */
-int dtshim_init(void);
+int dtshim_init (void);
 
 /* Restore the signal handlers and disconnect from PMIx. Not collective. */
-int dtshim_finalize(void);
+int dtshim_finalize (void);
 
 /* The facts of the step, from PMIx. Each returns -1 before dtshim_init(). */
-int dtshim_rank(void);       /* 0 .. size-1 */
-int dtshim_size(void);       /* tasks in the step */
-int dtshim_local_rank(void); /* 0 .. local_size-1, the rank among the tasks of this node */
-int dtshim_local_size(void); /* tasks of the step on this node */
-int dtshim_node_rank(void);  /* index of this node among the step's nodes (cross rank) */
-int dtshim_node_count(void); /* nodes of the step (cross size) */
+int dtshim_rank (void); /* 0 .. size-1 */
+int dtshim_size (void); /* tasks in the step */
+int dtshim_local_rank (void); /* 0 .. local_size-1, the rank among the tasks of this node */
+int dtshim_local_size (void); /* tasks of the step on this node */
+int dtshim_node_rank (void); /* index of this node among the step's nodes (cross rank) */
+int dtshim_node_count (void); /* nodes of the step (cross size) */
 /* 1 when PMIx is in use, 0 in a world of one without PMIx, -1 before dtshim_init(). */
-int dtshim_has_pmix(void);
+int dtshim_has_pmix (void);
 
 /* The host name of the node that runs rank 0 (the chief), as PMIx knows it; NULL before
  * dtshim_init(). */
-const char *dtshim_chief_host(void);
+const char *dtshim_chief_host (void);
 
 /* A numeric address of the chief's node (IPv4 preferred), never loopback: the chief's host
  * name resolved, or MASTER_ADDR when the name resolves only to loopback and the SPANK plugin
  * set it (127.0.0.1 in a world of one without PMIx). Written with its terminating NUL into
  * buf of len bytes. Not collective. */
-int dtshim_chief_addr(char *buf, size_t len);
+int dtshim_chief_addr (char *buf, size_t len);
 
 /* Deadline of every collective that follows, in seconds (0 = wait forever). A collective
  * that passes it returns DTSHIM_ERR_TIMEOUT; the step's exchanges are lost then, and every
  * later collective returns DTSHIM_ERR_BROKEN: end the program, or call dtshim_abort(). */
-int dtshim_set_timeout(double seconds);
-double dtshim_get_timeout(void);
+int dtshim_set_timeout (double seconds);
+double dtshim_get_timeout (void);
 
 /* When on, a collective that times out ends the whole step (PMIx_Abort) before returning. */
-int dtshim_set_abort_on_timeout(int on);
+int dtshim_set_abort_on_timeout (int on);
 
 /* End every task of the step (PMIx_Abort), with status for Slurm and msg in its log.
  * Returns only when that fails (or in a world of one without PMIx, where it returns
  * DTSHIM_ERR_NO_PMIX and the caller should exit itself). */
-int dtshim_abort(int status, const char *msg);
+int dtshim_abort (int status, const char *msg);
 
 /* The collectives. Every rank calls each one, in the same order. */
 
 /* Wait until every rank arrives. */
-int dtshim_barrier(void);
+int dtshim_barrier (void);
 
 /* Copy size bytes at buf of root into buf of every other rank. All ranks pass the same
  * size; a rank that passed another gets DTSHIM_ERR_SIZE. */
-int dtshim_broadcast(void *buf, size_t size, int root);
+int dtshim_broadcast (void *buf, size_t size, int root);
 
 /* Broadcast when only root knows the size: root contributes size bytes at send (send and
  * size are ignored elsewhere); every rank, root included, gets a copy in *recv (free it with
  * dtshim_free()) and its size in *recv_size. */
-int dtshim_broadcastv(const void *send, size_t size, void **recv, size_t *recv_size, int root);
+int dtshim_broadcastv (const void *send, size_t size, void **recv, size_t *recv_size, int root);
 
 /* Every rank contributes size bytes (the same size on every rank); recv (size * world size
  * bytes) receives them in rank order on every rank. */
-int dtshim_allgather(const void *send, size_t size, void *recv);
+int dtshim_allgather (const void *send, size_t size, void *recv);
 
 /* Every rank contributes its own size; *recv is set to a buffer of the contributions in
  * rank order (free it with dtshim_free()), sizes[r] to rank r's size (sizes has world size
  * entries). */
-int dtshim_allgatherv(const void *send, size_t size, void **recv, size_t *sizes);
+int dtshim_allgatherv (const void *send, size_t size, void **recv, size_t *sizes);
 
 /* Like dtshim_allgather, but only root receives; recv is ignored on the other ranks. */
-int dtshim_gather(const void *send, size_t size, void *recv, int root);
+int dtshim_gather (const void *send, size_t size, void *recv, int root);
 
 /* Like dtshim_allgatherv, but only root receives; elsewhere *recv is NULL and sizes is
  * left alone (it may be NULL there). */
-int dtshim_gatherv(const void *send, size_t size, void **recv, size_t *sizes, int root);
+int dtshim_gatherv (const void *send, size_t size, void **recv, size_t *sizes, int root);
 
 /* Free a buffer returned by dtshim_allgatherv() or dtshim_gatherv(). */
-void dtshim_free(void *p);
+void dtshim_free (void *p);
 
 /* Share a unique id (an ncclUniqueId, an NVSHMEM id ...) of len bytes from rank 0. Rank 0
  * passes ok = 1 when it created the id, 0 when creating it failed: then every rank gets
  * DTSHIM_ERR_NO_ID instead of a zeroed id (an all-zero id is the failure marker, as in UCC).
  * ok is ignored on the other ranks. */
-int dtshim_share_unique_id(void *id, size_t len, int ok);
+int dtshim_share_unique_id (void *id, size_t len, int ok);
 
 /* Preemption. Slurm sends SIGTERM (preemption, scancel, the time limit) or the signal of
  * `--signal` ahead of time. dtshim_init() records both with sigaction:
@@ -159,16 +159,16 @@ int dtshim_share_unique_id(void *id, size_t len, int ok);
 /* Collective: 1 on every rank when any rank has received a preemption signal (or called
  * dtshim_request_preempt()) before this call, else 0; the same answer on every rank at the
  * same call. Once 1, it stays 1 and no longer exchanges anything. Negative on error. */
-int dtshim_should_preempt(void);
+int dtshim_should_preempt (void);
 
 /* Local, not collective: 1 when this process has recorded a preemption signal. */
-int dtshim_preempt_requested(void);
+int dtshim_preempt_requested (void);
 
 /* Record a preemption request as if the signal had arrived (e.g. from a watchdog thread). */
-void dtshim_request_preempt(void);
+void dtshim_request_preempt (void);
 
 /* Change the recorded preemption signal (0 = none besides SIGTERM); after dtshim_init(). */
-int dtshim_set_preempt_signal(int signo);
+int dtshim_set_preempt_signal (int signo);
 
 /* Progress watchdog (off by default). With DIST_TRAIN_WATCHDOG=SECONDS in the environment
  * (--dist-train=watchdog=SECONDS sets it), dtshim_init() starts a thread that ends the whole
@@ -176,10 +176,10 @@ int dtshim_set_preempt_signal(int signo);
  * long, counting from dtshim_init(): call it once per training step. A bad value makes
  * dtshim_init() fail with DTSHIM_ERR_INVALID. dtshim_progress() is a relaxed atomic store of
  * the clock: safe from any thread, and cheap (scripts/bench-shim measures it). */
-int dtshim_progress(void);
+int dtshim_progress (void);
 
 /* The watchdog's limit in seconds, 0 when it is off. */
-double dtshim_watchdog_limit(void);
+double dtshim_watchdog_limit (void);
 
 /* NCCL: create the step's communicator. Selects the CUDA device (device >= 0, else the
  * local rank modulo the visible devices), has rank 0 create the unique id, shares it with
@@ -190,8 +190,8 @@ double dtshim_watchdog_limit(void);
  * *comm is an ncclComm_t. Collective. DTSHIM_ERR_NOT_BUILT when libdtshim was built without
  * NCCL (dtshim_has_nccl() says which). Compiled and linked, not yet run on a GPU. */
 struct ncclComm;
-int dtshim_nccl_comm_init(struct ncclComm **comm, int device);
-int dtshim_has_nccl(void);
+int dtshim_nccl_comm_init (struct ncclComm **comm, int device);
+int dtshim_has_nccl (void);
 
 #ifdef __cplusplus
 }

@@ -12,321 +12,320 @@
  * deadline it abandons the whole thing, and the last callback to come frees it. */
 struct pending;
 struct slot {
-	struct pending *owner;
-	pmix_status_t status;
-	uint8_t *bytes;
-	size_t len;
+    struct pending *owner;
+    pmix_status_t status;
+    uint8_t *bytes;
+    size_t len;
 };
 struct pending {
-	pthread_mutex_t lock;
-	pthread_cond_t done_cond;
-	int outstanding;
-	bool abandoned;
-	pmix_status_t status; /* of the fence */
-	size_t n;
-	struct slot slots[];
+    pthread_mutex_t lock;
+    pthread_cond_t done_cond;
+    int outstanding;
+    bool abandoned;
+    pmix_status_t status; /* of the fence */
+    size_t n;
+    struct slot slots[];
 };
 
-static struct pending *pending_new(size_t n)
+static struct pending *pending_new (size_t n)
 {
-	struct pending *p = calloc(1, sizeof(*p) + n * sizeof(p->slots[0]));
-	pthread_condattr_t attr;
+    struct pending *p = calloc (1, sizeof (*p) + n * sizeof (p->slots[0]));
+    pthread_condattr_t attr;
 
-	if (p == NULL)
-		return NULL;
-	pthread_mutex_init(&p->lock, NULL);
-	pthread_condattr_init(&attr);
-	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-	pthread_cond_init(&p->done_cond, &attr);
-	pthread_condattr_destroy(&attr);
-	p->n = n;
-	for (size_t i = 0; i < n; i++)
-		p->slots[i].owner = p;
-	return p;
+    if (p == NULL)
+        return NULL;
+    pthread_mutex_init (&p->lock, NULL);
+    pthread_condattr_init (&attr);
+    pthread_condattr_setclock (&attr, CLOCK_MONOTONIC);
+    pthread_cond_init (&p->done_cond, &attr);
+    pthread_condattr_destroy (&attr);
+    p->n = n;
+    for (size_t i = 0; i < n; i++)
+        p->slots[i].owner = p;
+    return p;
 }
 
-static void pending_free(struct pending *p)
+static void pending_free (struct pending *p)
 {
-	for (size_t i = 0; i < p->n; i++)
-		free(p->slots[i].bytes);
-	pthread_cond_destroy(&p->done_cond);
-	pthread_mutex_destroy(&p->lock);
-	free(p);
+    for (size_t i = 0; i < p->n; i++)
+        free (p->slots[i].bytes);
+    pthread_cond_destroy (&p->done_cond);
+    pthread_mutex_destroy (&p->lock);
+    free (p);
 }
 
 /* One callback done; frees p when its caller has left. Called with p->lock held. */
-static void pending_done_locked(struct pending *p)
+static void pending_done_locked (struct pending *p)
 {
-	bool gone;
+    bool gone;
 
-	p->outstanding--;
-	gone = p->abandoned && p->outstanding == 0;
-	pthread_cond_signal(&p->done_cond);
-	pthread_mutex_unlock(&p->lock);
-	if (gone)
-		pending_free(p);
+    p->outstanding--;
+    gone = p->abandoned && p->outstanding == 0;
+    pthread_cond_signal (&p->done_cond);
+    pthread_mutex_unlock (&p->lock);
+    if (gone)
+        pending_free (p);
 }
 
 /* Wait for every callback until the deadline. DTSHIM_ERR_TIMEOUT leaves p behind, broken. */
-static int pending_wait(struct pending *p, uint64_t seq, const char *what)
+static int pending_wait (struct pending *p, uint64_t seq, const char *what)
 {
-	int rc = 0;
+    int rc = 0;
 
-	pthread_mutex_lock(&p->lock);
-	while (p->outstanding > 0 && rc != ETIMEDOUT) {
-		if (shim_world.timeout_s > 0)
-			rc = pthread_cond_timedwait(&p->done_cond, &p->lock, &shim_world.deadline);
-		else
-			pthread_cond_wait(&p->done_cond, &p->lock);
-	}
-	if (p->outstanding == 0) {
-		pthread_mutex_unlock(&p->lock);
-		return DTSHIM_OK;
-	}
-	p->abandoned = true;
-	pthread_mutex_unlock(&p->lock);
-	shim_world.broken = true;
-	shim_fail(DTSHIM_ERR_TIMEOUT, "collective #%llu on rank %d: %s: not every rank answered "
-	          "within %g s", (unsigned long long)seq, shim_world.rank, what,
-	          shim_world.timeout_s);
-	if (shim_world.abort_on_timeout)
-		PMIx_Abort(1, dtshim_last_error(), NULL, 0);
-	return DTSHIM_ERR_TIMEOUT;
+    pthread_mutex_lock (&p->lock);
+    while (p->outstanding > 0 && rc != ETIMEDOUT) {
+        if (shim_world.timeout_s > 0)
+            rc = pthread_cond_timedwait (&p->done_cond, &p->lock, &shim_world.deadline);
+        else
+            pthread_cond_wait (&p->done_cond, &p->lock);
+    }
+    if (p->outstanding == 0) {
+        pthread_mutex_unlock (&p->lock);
+        return DTSHIM_OK;
+    }
+    p->abandoned = true;
+    pthread_mutex_unlock (&p->lock);
+    shim_world.broken = true;
+    shim_fail (DTSHIM_ERR_TIMEOUT,
+               "collective #%llu on rank %d: %s: not every rank answered "
+               "within %g s",
+               (unsigned long long) seq, shim_world.rank, what, shim_world.timeout_s);
+    if (shim_world.abort_on_timeout)
+        PMIx_Abort (1, dtshim_last_error (), NULL, 0);
+    return DTSHIM_ERR_TIMEOUT;
 }
 
-static void fence_done(pmix_status_t status, void *cbdata)
+static void fence_done (pmix_status_t status, void *cbdata)
 {
-	struct pending *p = cbdata;
+    struct pending *p = cbdata;
 
-	pthread_mutex_lock(&p->lock);
-	p->status = status;
-	pending_done_locked(p);
+    pthread_mutex_lock (&p->lock);
+    p->status = status;
+    pending_done_locked (p);
 }
 
-static int fence(bool collect, uint64_t seq)
+static int fence (bool collect, uint64_t seq)
 {
-	pmix_proc_t job;
-	pmix_info_t info;
-	bool yes = true;
-	struct pending *p;
-	pmix_status_t rc;
-	int rv;
+    pmix_proc_t job;
+    pmix_info_t info;
+    bool yes = true;
+    struct pending *p;
+    pmix_status_t rc;
+    int rv;
 
-	if ((p = pending_new(0)) == NULL)
-		return DTSHIM_ERR_NO_MEMORY;
-	p->outstanding = 1;
-	PMIX_LOAD_PROCID(&job, shim_world.self.nspace, PMIX_RANK_WILDCARD);
-	/* Slurm collects data whenever PMIX_COLLECT_DATA is present, whatever its value. */
-	if (collect)
-		PMIX_INFO_LOAD(&info, PMIX_COLLECT_DATA, &yes, PMIX_BOOL);
-	rc = PMIx_Fence_nb(&job, 1, collect ? &info : NULL, collect ? 1 : 0, fence_done, p);
-	if (collect)
-		PMIX_INFO_DESTRUCT(&info);
-	if (rc != PMIX_SUCCESS) {
-		/* PMIX_OPERATION_SUCCEEDED: done at once, and no callback will come. */
-		pending_free(p);
-		if (rc == PMIX_OPERATION_SUCCEEDED)
-			return DTSHIM_OK;
-		return shim_fail(DTSHIM_ERR_PMIX, "collective #%llu: PMIx_Fence_nb failed: %s",
-		                 (unsigned long long)seq, PMIx_Error_string(rc));
-	}
-	if ((rv = pending_wait(p, seq, "fence")) != DTSHIM_OK)
-		return rv;
-	rc = p->status;
-	pending_free(p);
-	if (rc != PMIX_SUCCESS)
-		return shim_fail(DTSHIM_ERR_PMIX, "collective #%llu: fence failed: %s",
-		                 (unsigned long long)seq, PMIx_Error_string(rc));
-	return DTSHIM_OK;
+    if ((p = pending_new (0)) == NULL)
+        return DTSHIM_ERR_NO_MEMORY;
+    p->outstanding = 1;
+    PMIX_LOAD_PROCID (&job, shim_world.self.nspace, PMIX_RANK_WILDCARD);
+    /* Slurm collects data whenever PMIX_COLLECT_DATA is present, whatever its value. */
+    if (collect)
+        PMIX_INFO_LOAD (&info, PMIX_COLLECT_DATA, &yes, PMIX_BOOL);
+    rc = PMIx_Fence_nb (&job, 1, collect ? &info : NULL, collect ? 1 : 0, fence_done, p);
+    if (collect)
+        PMIX_INFO_DESTRUCT (&info);
+    if (rc != PMIX_SUCCESS) {
+        /* PMIX_OPERATION_SUCCEEDED: done at once, and no callback will come. */
+        pending_free (p);
+        if (rc == PMIX_OPERATION_SUCCEEDED)
+            return DTSHIM_OK;
+        return shim_fail (DTSHIM_ERR_PMIX, "collective #%llu: PMIx_Fence_nb failed: %s",
+                          (unsigned long long) seq, PMIx_Error_string (rc));
+    }
+    if ((rv = pending_wait (p, seq, "fence")) != DTSHIM_OK)
+        return rv;
+    rc = p->status;
+    pending_free (p);
+    if (rc != PMIX_SUCCESS)
+        return shim_fail (DTSHIM_ERR_PMIX, "collective #%llu: fence failed: %s",
+                          (unsigned long long) seq, PMIx_Error_string (rc));
+    return DTSHIM_OK;
 }
 
-int shim_fence(uint64_t seq)
+int shim_fence (uint64_t seq)
 {
-	return fence(false, seq);
+    return fence (false, seq);
 }
 
 /* Put size bytes at bytes under the key of chunk c of collective seq. */
-static pmix_status_t put_chunk(uint64_t seq, size_t c, const uint8_t *bytes, size_t size)
+static pmix_status_t put_chunk (uint64_t seq, size_t c, const uint8_t *bytes, size_t size)
 {
-	char key[PMIX_MAX_KEYLEN + 1];
-	pmix_value_t value;
+    char key[PMIX_MAX_KEYLEN + 1];
+    pmix_value_t value;
 
-	shim_key(key, sizeof(key), seq, c);
-	value.type = PMIX_BYTE_OBJECT;
-	value.data.bo.bytes = (char *)bytes;
-	value.data.bo.size = size;
-	return PMIx_Put(PMIX_GLOBAL, key, &value);
+    shim_key (key, sizeof (key), seq, c);
+    value.type = PMIX_BYTE_OBJECT;
+    value.data.bo.bytes = (char *) bytes;
+    value.data.bo.size = size;
+    return PMIx_Put (PMIX_GLOBAL, key, &value);
 }
 
-int shim_exchange(enum shim_op op, const void *payload, size_t size, bool contribute,
-                  uint64_t seq)
+int shim_exchange (enum shim_op op, const void *payload, size_t size, bool contribute, uint64_t seq)
 {
-	size_t frame_len = SHIM_FRAME_HEADER + size, chunks = shim_chunk_count(frame_len);
-	uint8_t *frame;
-	pmix_status_t rc = PMIX_SUCCESS;
+    size_t frame_len = SHIM_FRAME_HEADER + size, chunks = shim_chunk_count (frame_len);
+    uint8_t *frame;
+    pmix_status_t rc = PMIX_SUCCESS;
 
-	if (!contribute)
-		return fence(true, seq);
-	if ((frame = malloc(frame_len)) == NULL)
-		return DTSHIM_ERR_NO_MEMORY;
-	shim_frame_header(frame, op, seq, size);
-	if (size > 0)
-		memcpy(frame + SHIM_FRAME_HEADER, payload, size);
-	for (size_t c = 0; c < chunks && rc == PMIX_SUCCESS; c++)
-		rc = put_chunk(seq, c, frame + c * SHIM_CHUNK, shim_chunk_len(frame_len, c));
-	free(frame);
-	if (rc != PMIX_SUCCESS)
-		return shim_fail(DTSHIM_ERR_PMIX, "PMIx_Put(%zu bytes) failed: %s", size,
-		                 PMIx_Error_string(rc));
-	if ((rc = PMIx_Commit()) != PMIX_SUCCESS)
-		return shim_fail(DTSHIM_ERR_PMIX, "PMIx_Commit failed: %s", PMIx_Error_string(rc));
-	return fence(true, seq);
+    if (!contribute)
+        return fence (true, seq);
+    if ((frame = malloc (frame_len)) == NULL)
+        return DTSHIM_ERR_NO_MEMORY;
+    shim_frame_header (frame, op, seq, size);
+    if (size > 0)
+        memcpy (frame + SHIM_FRAME_HEADER, payload, size);
+    for (size_t c = 0; c < chunks && rc == PMIX_SUCCESS; c++)
+        rc = put_chunk (seq, c, frame + c * SHIM_CHUNK, shim_chunk_len (frame_len, c));
+    free (frame);
+    if (rc != PMIX_SUCCESS)
+        return shim_fail (DTSHIM_ERR_PMIX, "PMIx_Put(%zu bytes) failed: %s", size,
+                          PMIx_Error_string (rc));
+    if ((rc = PMIx_Commit ()) != PMIX_SUCCESS)
+        return shim_fail (DTSHIM_ERR_PMIX, "PMIx_Commit failed: %s", PMIx_Error_string (rc));
+    return fence (true, seq);
 }
 
-static void get_done(pmix_status_t status, pmix_value_t *kv, void *cbdata)
+static void get_done (pmix_status_t status, pmix_value_t *kv, void *cbdata)
 {
-	struct slot *s = cbdata;
-	struct pending *p = s->owner;
+    struct slot *s = cbdata;
+    struct pending *p = s->owner;
 
-	pthread_mutex_lock(&p->lock);
-	s->status = status;
-	if (status == PMIX_SUCCESS && (kv == NULL || kv->type != PMIX_BYTE_OBJECT))
-		s->status = PMIX_ERR_TYPE_MISMATCH;
-	/* kv belongs to PMIx and goes away when this returns. */
-	if (s->status == PMIX_SUCCESS && !p->abandoned) {
-		s->len = kv->data.bo.size;
-		s->bytes = malloc(s->len > 0 ? s->len : 1);
-		if (s->bytes == NULL)
-			s->status = PMIX_ERR_NOMEM;
-		else if (s->len > 0)
-			memcpy(s->bytes, kv->data.bo.bytes, s->len);
-	}
-	pending_done_locked(p);
+    pthread_mutex_lock (&p->lock);
+    s->status = status;
+    if (status == PMIX_SUCCESS && (kv == NULL || kv->type != PMIX_BYTE_OBJECT))
+        s->status = PMIX_ERR_TYPE_MISMATCH;
+    /* kv belongs to PMIx and goes away when this returns. */
+    if (s->status == PMIX_SUCCESS && !p->abandoned) {
+        s->len = kv->data.bo.size;
+        s->bytes = malloc (s->len > 0 ? s->len : 1);
+        if (s->bytes == NULL)
+            s->status = PMIX_ERR_NOMEM;
+        else if (s->len > 0)
+            memcpy (s->bytes, kv->data.bo.bytes, s->len);
+    }
+    pending_done_locked (p);
 }
 
 /* Get chunks[i] of ranks[i], i < n, all at once, into p's slots. */
-static int get_all(struct pending *p, const int *ranks, size_t n, const size_t *chunks,
-                   uint64_t seq)
+static int get_all (struct pending *p, const int *ranks, size_t n, const size_t *chunks,
+                    uint64_t seq)
 {
-	char key[PMIX_MAX_KEYLEN + 1];
-	pmix_proc_t peer;
-	pmix_status_t rc;
-	int rv;
+    char key[PMIX_MAX_KEYLEN + 1];
+    pmix_proc_t peer;
+    pmix_status_t rc;
+    int rv;
 
-	PMIX_LOAD_NSPACE(peer.nspace, shim_world.self.nspace);
-	for (size_t i = 0; i < n; i++) {
-		shim_key(key, sizeof(key), seq, chunks[i]);
-		peer.rank = (pmix_rank_t)ranks[i];
-		pthread_mutex_lock(&p->lock);
-		p->outstanding++;
-		pthread_mutex_unlock(&p->lock);
-		rc = PMIx_Get_nb(&peer, key, NULL, 0, get_done, &p->slots[i]);
-		if (rc != PMIX_SUCCESS) {
-			pthread_mutex_lock(&p->lock);
-			p->slots[i].status = rc;
-			p->outstanding--;
-			pthread_mutex_unlock(&p->lock);
-		}
-	}
-	if ((rv = pending_wait(p, seq, "get")) != DTSHIM_OK)
-		return rv;
-	for (size_t i = 0; i < n; i++) {
-		if (p->slots[i].status != PMIX_SUCCESS) {
-			shim_key(key, sizeof(key), seq, chunks[i]);
-			return shim_fail(DTSHIM_ERR_PMIX, "PMIx_Get(%s of rank %d) failed: %s", key,
-			                 ranks[i], PMIx_Error_string(p->slots[i].status));
-		}
-	}
-	return DTSHIM_OK;
+    PMIX_LOAD_NSPACE (peer.nspace, shim_world.self.nspace);
+    for (size_t i = 0; i < n; i++) {
+        shim_key (key, sizeof (key), seq, chunks[i]);
+        peer.rank = (pmix_rank_t) ranks[i];
+        pthread_mutex_lock (&p->lock);
+        p->outstanding++;
+        pthread_mutex_unlock (&p->lock);
+        rc = PMIx_Get_nb (&peer, key, NULL, 0, get_done, &p->slots[i]);
+        if (rc != PMIX_SUCCESS) {
+            pthread_mutex_lock (&p->lock);
+            p->slots[i].status = rc;
+            p->outstanding--;
+            pthread_mutex_unlock (&p->lock);
+        }
+    }
+    if ((rv = pending_wait (p, seq, "get")) != DTSHIM_OK)
+        return rv;
+    for (size_t i = 0; i < n; i++) {
+        if (p->slots[i].status != PMIX_SUCCESS) {
+            shim_key (key, sizeof (key), seq, chunks[i]);
+            return shim_fail (DTSHIM_ERR_PMIX, "PMIx_Get(%s of rank %d) failed: %s", key, ranks[i],
+                              PMIx_Error_string (p->slots[i].status));
+        }
+    }
+    return DTSHIM_OK;
 }
 
-void shim_pieces_free(struct shim_piece *pieces, int count)
+void shim_pieces_free (struct shim_piece *pieces, int count)
 {
-	for (int i = 0; i < count; i++) {
-		free(pieces[i].bytes);
-		pieces[i].bytes = NULL;
-	}
+    for (int i = 0; i < count; i++) {
+        free (pieces[i].bytes);
+        pieces[i].bytes = NULL;
+    }
 }
 
 /* The first chunk of every rank's frame, then the other chunks of them all, in two rounds
  * of concurrent gets. */
-int shim_read(enum shim_op op, uint64_t seq, int first, int count, struct shim_piece *out)
+int shim_read (enum shim_op op, uint64_t seq, int first, int count, struct shim_piece *out)
 {
-	struct pending *p = NULL, *rest = NULL;
-	bool p_abandoned = false, rest_abandoned = false;
-	int *ranks = NULL, rv = DTSHIM_OK;
-	size_t *chunks = NULL, nrest = 0, k = 0;
-	uint64_t size;
+    struct pending *p = NULL, *rest = NULL;
+    bool p_abandoned = false, rest_abandoned = false;
+    int *ranks = NULL, rv = DTSHIM_OK;
+    size_t *chunks = NULL, nrest = 0, k = 0;
+    uint64_t size;
 
-	memset(out, 0, (size_t)count * sizeof(*out));
-	ranks = calloc((size_t)count, sizeof(*ranks));
-	chunks = calloc((size_t)count, sizeof(*chunks));
-	if (ranks == NULL || chunks == NULL || (p = pending_new((size_t)count)) == NULL) {
-		rv = DTSHIM_ERR_NO_MEMORY;
-		goto out;
-	}
-	for (int i = 0; i < count; i++)
-		ranks[i] = first + i;
-	if ((rv = get_all(p, ranks, (size_t)count, chunks, seq)) != DTSHIM_OK) {
-		p_abandoned = rv == DTSHIM_ERR_TIMEOUT; /* the callbacks free it */
-		goto out;
-	}
-	for (int i = 0; i < count; i++) {
-		struct slot *s = &p->slots[i];
-		rv = shim_frame_parse(s->bytes, s->len, op, seq, &size);
-		if (rv != DTSHIM_OK) {
-			shim_fail(rv, "collective #%llu, rank %d: %s", (unsigned long long)seq,
-			          first + i, dtshim_strerror(rv));
-			goto out;
-		}
-		out[i].size = (size_t)size;
-		if ((out[i].bytes = malloc(size > 0 ? size : 1)) == NULL) {
-			rv = DTSHIM_ERR_NO_MEMORY;
-			goto out;
-		}
-		memcpy(out[i].bytes, s->bytes + SHIM_FRAME_HEADER, s->len - SHIM_FRAME_HEADER);
-		nrest += shim_chunk_count(SHIM_FRAME_HEADER + size) - 1;
-	}
-	if (nrest == 0)
-		goto out;
-	free(ranks);
-	free(chunks);
-	ranks = calloc(nrest, sizeof(*ranks));
-	chunks = calloc(nrest, sizeof(*chunks));
-	if (ranks == NULL || chunks == NULL || (rest = pending_new(nrest)) == NULL) {
-		rv = DTSHIM_ERR_NO_MEMORY;
-		goto out;
-	}
-	for (int i = 0; i < count; i++) {
-		for (size_t c = 1; c < shim_chunk_count(SHIM_FRAME_HEADER + out[i].size); c++) {
-			ranks[k] = first + i;
-			chunks[k++] = c;
-		}
-	}
-	if ((rv = get_all(rest, ranks, nrest, chunks, seq)) != DTSHIM_OK) {
-		rest_abandoned = rv == DTSHIM_ERR_TIMEOUT;
-		goto out;
-	}
-	for (k = 0; k < nrest; k++) {
-		int i = ranks[k] - first;
-		size_t frame_len = SHIM_FRAME_HEADER + out[i].size;
-		if (rest->slots[k].len != shim_chunk_len(frame_len, chunks[k])) {
-			rv = shim_fail(DTSHIM_ERR_PMIX,
-			               "collective #%llu, rank %d: chunk %zu has %zu bytes", (unsigned long long)seq, ranks[k], chunks[k],
-			               rest->slots[k].len);
-			goto out;
-		}
-		memcpy(out[i].bytes + chunks[k] * SHIM_CHUNK - SHIM_FRAME_HEADER,
-		       rest->slots[k].bytes, rest->slots[k].len);
-	}
+    memset (out, 0, (size_t) count * sizeof (*out));
+    ranks = calloc ((size_t) count, sizeof (*ranks));
+    chunks = calloc ((size_t) count, sizeof (*chunks));
+    if (ranks == NULL || chunks == NULL || (p = pending_new ((size_t) count)) == NULL) {
+        rv = DTSHIM_ERR_NO_MEMORY;
+        goto out;
+    }
+    for (int i = 0; i < count; i++)
+        ranks[i] = first + i;
+    if ((rv = get_all (p, ranks, (size_t) count, chunks, seq)) != DTSHIM_OK) {
+        p_abandoned = rv == DTSHIM_ERR_TIMEOUT; /* the callbacks free it */
+        goto out;
+    }
+    for (int i = 0; i < count; i++) {
+        struct slot *s = &p->slots[i];
+        rv = shim_frame_parse (s->bytes, s->len, op, seq, &size);
+        if (rv != DTSHIM_OK) {
+            shim_fail (rv, "collective #%llu, rank %d: %s", (unsigned long long) seq, first + i,
+                       dtshim_strerror (rv));
+            goto out;
+        }
+        out[i].size = (size_t) size;
+        if ((out[i].bytes = malloc (size > 0 ? size : 1)) == NULL) {
+            rv = DTSHIM_ERR_NO_MEMORY;
+            goto out;
+        }
+        memcpy (out[i].bytes, s->bytes + SHIM_FRAME_HEADER, s->len - SHIM_FRAME_HEADER);
+        nrest += shim_chunk_count (SHIM_FRAME_HEADER + size) - 1;
+    }
+    if (nrest == 0)
+        goto out;
+    free (ranks);
+    free (chunks);
+    ranks = calloc (nrest, sizeof (*ranks));
+    chunks = calloc (nrest, sizeof (*chunks));
+    if (ranks == NULL || chunks == NULL || (rest = pending_new (nrest)) == NULL) {
+        rv = DTSHIM_ERR_NO_MEMORY;
+        goto out;
+    }
+    for (int i = 0; i < count; i++) {
+        for (size_t c = 1; c < shim_chunk_count (SHIM_FRAME_HEADER + out[i].size); c++) {
+            ranks[k] = first + i;
+            chunks[k++] = c;
+        }
+    }
+    if ((rv = get_all (rest, ranks, nrest, chunks, seq)) != DTSHIM_OK) {
+        rest_abandoned = rv == DTSHIM_ERR_TIMEOUT;
+        goto out;
+    }
+    for (k = 0; k < nrest; k++) {
+        int i = ranks[k] - first;
+        size_t frame_len = SHIM_FRAME_HEADER + out[i].size;
+        if (rest->slots[k].len != shim_chunk_len (frame_len, chunks[k])) {
+            rv = shim_fail (DTSHIM_ERR_PMIX, "collective #%llu, rank %d: chunk %zu has %zu bytes",
+                            (unsigned long long) seq, ranks[k], chunks[k], rest->slots[k].len);
+            goto out;
+        }
+        memcpy (out[i].bytes + chunks[k] * SHIM_CHUNK - SHIM_FRAME_HEADER, rest->slots[k].bytes,
+                rest->slots[k].len);
+    }
 out:
-	if (rv != DTSHIM_OK)
-		shim_pieces_free(out, count);
-	if (p != NULL && !p_abandoned)
-		pending_free(p);
-	if (rest != NULL && !rest_abandoned)
-		pending_free(rest);
-	free(ranks);
-	free(chunks);
-	return rv;
+    if (rv != DTSHIM_OK)
+        shim_pieces_free (out, count);
+    if (p != NULL && !p_abandoned)
+        pending_free (p);
+    if (rest != NULL && !rest_abandoned)
+        pending_free (rest);
+    free (ranks);
+    free (chunks);
+    return rv;
 }

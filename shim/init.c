@@ -17,302 +17,339 @@
 #define DEFAULT_TIMEOUT_S 300.0
 
 struct shim_world shim_world = {
-	.rank = -1, .size = -1, .local_rank = -1, .local_size = -1,
-	.node_rank = -1, .node_count = -1, .timeout_s = DEFAULT_TIMEOUT_S,
-	.lock = PTHREAD_MUTEX_INITIALIZER,
+    .rank = -1,
+    .size = -1,
+    .local_rank = -1,
+    .local_size = -1,
+    .node_rank = -1,
+    .node_count = -1,
+    .timeout_s = DEFAULT_TIMEOUT_S,
+    .lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
 static __thread char last_error[512];
 
-int shim_fail(int status, const char *fmt, ...)
+int shim_fail (int status, const char *fmt, ...)
 {
-	va_list ap;
+    va_list ap;
 
-	va_start(ap, fmt);
-	vsnprintf(last_error, sizeof(last_error), fmt, ap);
-	va_end(ap);
-	return status;
+    va_start (ap, fmt);
+    vsnprintf (last_error, sizeof (last_error), fmt, ap);
+    va_end (ap);
+    return status;
 }
 
-const char *dtshim_last_error(void)
+const char *dtshim_last_error (void)
 {
-	return last_error;
+    return last_error;
 }
 
-const char *dtshim_strerror(int status)
+const char *dtshim_strerror (int status)
 {
-	switch (status) {
-	case DTSHIM_OK: return "success";
-	case DTSHIM_ERR_NOT_INITIALIZED: return "dtshim_init() has not succeeded";
-	case DTSHIM_ERR_NO_PMIX:
-		return "no PMIx server in this Slurm step: launch it with srun --mpi=pmix "
-		       "(or set MpiDefault=pmix in slurm.conf)";
-	case DTSHIM_ERR_PMIX: return "a PMIx call failed";
-	case DTSHIM_ERR_TIMEOUT:
-		return "a peer did not arrive before the deadline (DTSHIM_TIMEOUT)";
-	case DTSHIM_ERR_BROKEN:
-		return "an earlier collective timed out; the step's exchanges are lost";
-	case DTSHIM_ERR_INVALID: return "invalid argument";
-	case DTSHIM_ERR_SIZE: return "ranks passed different sizes to a fixed-size collective";
-	case DTSHIM_ERR_MISMATCH: return "ranks called different collectives at the same step";
-	case DTSHIM_ERR_NO_MEMORY: return "out of memory";
-	case DTSHIM_ERR_NO_ADDRESS: return "rank 0's host resolves to no non-loopback address";
-	case DTSHIM_ERR_SIGNAL: return "cannot install the preemption signal handler";
-	case DTSHIM_ERR_NO_ID: return "rank 0 could not create the unique id";
-	case DTSHIM_ERR_CUDA: return "a CUDA runtime call failed";
-	case DTSHIM_ERR_NCCL: return "an NCCL call failed";
-	case DTSHIM_ERR_NOT_BUILT: return "libdtshim was built without NCCL";
-	}
-	return "unknown dtshim status";
+    switch (status) {
+    case DTSHIM_OK:
+        return "success";
+    case DTSHIM_ERR_NOT_INITIALIZED:
+        return "dtshim_init() has not succeeded";
+    case DTSHIM_ERR_NO_PMIX:
+        return "no PMIx server in this Slurm step: launch it with srun --mpi=pmix "
+               "(or set MpiDefault=pmix in slurm.conf)";
+    case DTSHIM_ERR_PMIX:
+        return "a PMIx call failed";
+    case DTSHIM_ERR_TIMEOUT:
+        return "a peer did not arrive before the deadline (DTSHIM_TIMEOUT)";
+    case DTSHIM_ERR_BROKEN:
+        return "an earlier collective timed out; the step's exchanges are lost";
+    case DTSHIM_ERR_INVALID:
+        return "invalid argument";
+    case DTSHIM_ERR_SIZE:
+        return "ranks passed different sizes to a fixed-size collective";
+    case DTSHIM_ERR_MISMATCH:
+        return "ranks called different collectives at the same step";
+    case DTSHIM_ERR_NO_MEMORY:
+        return "out of memory";
+    case DTSHIM_ERR_NO_ADDRESS:
+        return "rank 0's host resolves to no non-loopback address";
+    case DTSHIM_ERR_SIGNAL:
+        return "cannot install the preemption signal handler";
+    case DTSHIM_ERR_NO_ID:
+        return "rank 0 could not create the unique id";
+    case DTSHIM_ERR_CUDA:
+        return "a CUDA runtime call failed";
+    case DTSHIM_ERR_NCCL:
+        return "an NCCL call failed";
+    case DTSHIM_ERR_NOT_BUILT:
+        return "libdtshim was built without NCCL";
+    }
+    return "unknown dtshim status";
 }
 
-static int get_int(const pmix_proc_t *proc, const char *key, int *out)
+static int get_int (const pmix_proc_t *proc, const char *key, int *out)
 {
-	pmix_value_t *v = NULL;
-	pmix_status_t rc = PMIx_Get(proc, key, NULL, 0, &v);
-	int ok;
+    pmix_value_t *v = NULL;
+    pmix_status_t rc = PMIx_Get (proc, key, NULL, 0, &v);
+    int ok;
 
-	if (rc != PMIX_SUCCESS)
-		return shim_fail(DTSHIM_ERR_PMIX, "PMIx_Get(%s) failed: %s", key,
-		                 PMIx_Error_string(rc));
-	ok = shim_value_int(v, out);
-	PMIX_VALUE_RELEASE(v);
-	if (ok != 0)
-		return shim_fail(DTSHIM_ERR_PMIX, "PMIx_Get(%s): not a non-negative integer", key);
-	return DTSHIM_OK;
+    if (rc != PMIX_SUCCESS)
+        return shim_fail (DTSHIM_ERR_PMIX, "PMIx_Get(%s) failed: %s", key, PMIx_Error_string (rc));
+    ok = shim_value_int (v, out);
+    PMIX_VALUE_RELEASE (v);
+    if (ok != 0)
+        return shim_fail (DTSHIM_ERR_PMIX, "PMIx_Get(%s): not a non-negative integer", key);
+    return DTSHIM_OK;
 }
 
 /* PMIX_NUM_NODES when the server gives it, else one more than the highest node id. */
-static int read_node_count(const pmix_proc_t *job)
+static int read_node_count (const pmix_proc_t *job)
 {
-	pmix_proc_t peer;
-	int n = 0, id;
+    pmix_proc_t peer;
+    int n = 0, id;
 
-	if (get_int(job, PMIX_NUM_NODES, &n) == DTSHIM_OK && n > 0) {
-		shim_world.node_count = n;
-		return DTSHIM_OK;
-	}
-	PMIX_LOAD_NSPACE(peer.nspace, shim_world.self.nspace);
-	for (int r = 0; r < shim_world.size; r++) {
-		peer.rank = (pmix_rank_t)r;
-		if (get_int(&peer, PMIX_NODEID, &id) != DTSHIM_OK)
-			return DTSHIM_ERR_PMIX;
-		if (id + 1 > n)
-			n = id + 1;
-	}
-	shim_world.node_count = n;
-	return DTSHIM_OK;
+    if (get_int (job, PMIX_NUM_NODES, &n) == DTSHIM_OK && n > 0) {
+        shim_world.node_count = n;
+        return DTSHIM_OK;
+    }
+    PMIX_LOAD_NSPACE (peer.nspace, shim_world.self.nspace);
+    for (int r = 0; r < shim_world.size; r++) {
+        peer.rank = (pmix_rank_t) r;
+        if (get_int (&peer, PMIX_NODEID, &id) != DTSHIM_OK)
+            return DTSHIM_ERR_PMIX;
+        if (id + 1 > n)
+            n = id + 1;
+    }
+    shim_world.node_count = n;
+    return DTSHIM_OK;
 }
 
-static int read_facts(void)
+static int read_facts (void)
 {
-	const pmix_proc_t *me = &shim_world.self;
-	pmix_proc_t job, chief;
-	pmix_value_t *v = NULL;
-	pmix_status_t rc;
-	int rv;
+    const pmix_proc_t *me = &shim_world.self;
+    pmix_proc_t job, chief;
+    pmix_value_t *v = NULL;
+    pmix_status_t rc;
+    int rv;
 
-	PMIX_LOAD_PROCID(&job, shim_world.self.nspace, PMIX_RANK_WILDCARD);
-	PMIX_LOAD_PROCID(&chief, shim_world.self.nspace, 0);
-	shim_world.rank = (int)shim_world.self.rank;
-	if ((rv = get_int(&job, PMIX_JOB_SIZE, &shim_world.size)) != DTSHIM_OK ||
-	    (rv = get_int(me, PMIX_LOCAL_RANK, &shim_world.local_rank)) != DTSHIM_OK ||
-	    (rv = get_int(&job, PMIX_LOCAL_SIZE, &shim_world.local_size)) != DTSHIM_OK ||
-	    (rv = get_int(me, PMIX_NODEID, &shim_world.node_rank)) != DTSHIM_OK ||
-	    (rv = read_node_count(&job)) != DTSHIM_OK)
-		return rv;
-	rc = PMIx_Get(&chief, PMIX_HOSTNAME, NULL, 0, &v);
-	if (rc != PMIX_SUCCESS || v->type != PMIX_STRING || v->data.string == NULL) {
-		if (v != NULL)
-			PMIX_VALUE_RELEASE(v);
-		return shim_fail(DTSHIM_ERR_PMIX, "PMIx_Get(PMIX_HOSTNAME of rank 0) failed: %s",
-		                 PMIx_Error_string(rc));
-	}
-	snprintf(shim_world.chief_host, sizeof(shim_world.chief_host), "%s", v->data.string);
-	PMIX_VALUE_RELEASE(v);
-	return DTSHIM_OK;
+    PMIX_LOAD_PROCID (&job, shim_world.self.nspace, PMIX_RANK_WILDCARD);
+    PMIX_LOAD_PROCID (&chief, shim_world.self.nspace, 0);
+    shim_world.rank = (int) shim_world.self.rank;
+    if ((rv = get_int (&job, PMIX_JOB_SIZE, &shim_world.size)) != DTSHIM_OK
+        || (rv = get_int (me, PMIX_LOCAL_RANK, &shim_world.local_rank)) != DTSHIM_OK
+        || (rv = get_int (&job, PMIX_LOCAL_SIZE, &shim_world.local_size)) != DTSHIM_OK
+        || (rv = get_int (me, PMIX_NODEID, &shim_world.node_rank)) != DTSHIM_OK
+        || (rv = read_node_count (&job)) != DTSHIM_OK)
+        return rv;
+    rc = PMIx_Get (&chief, PMIX_HOSTNAME, NULL, 0, &v);
+    if (rc != PMIX_SUCCESS || v->type != PMIX_STRING || v->data.string == NULL) {
+        if (v != NULL)
+            PMIX_VALUE_RELEASE (v);
+        return shim_fail (DTSHIM_ERR_PMIX, "PMIx_Get(PMIX_HOSTNAME of rank 0) failed: %s",
+                          PMIx_Error_string (rc));
+    }
+    snprintf (shim_world.chief_host, sizeof (shim_world.chief_host), "%s", v->data.string);
+    PMIX_VALUE_RELEASE (v);
+    return DTSHIM_OK;
 }
 
-static void world_of_one(void)
+static void world_of_one (void)
 {
-	shim_world.pmix = false;
-	shim_world.rank = shim_world.local_rank = shim_world.node_rank = 0;
-	shim_world.size = shim_world.local_size = shim_world.node_count = 1;
-	if (gethostname(shim_world.chief_host, sizeof(shim_world.chief_host) - 1) != 0)
-		snprintf(shim_world.chief_host, sizeof(shim_world.chief_host), "localhost");
+    shim_world.pmix = false;
+    shim_world.rank = shim_world.local_rank = shim_world.node_rank = 0;
+    shim_world.size = shim_world.local_size = shim_world.node_count = 1;
+    if (gethostname (shim_world.chief_host, sizeof (shim_world.chief_host) - 1) != 0)
+        snprintf (shim_world.chief_host, sizeof (shim_world.chief_host), "localhost");
 }
 
-static int read_settings(void)
+static int read_settings (void)
 {
-	const char *text;
+    const char *text;
 
-	text = getenv("DTSHIM_TIMEOUT");
-	if (text != NULL && shim_parse_timeout(text, &shim_world.timeout_s) != 0)
-		return shim_fail(DTSHIM_ERR_INVALID,
-		                 "DTSHIM_TIMEOUT=%s: want seconds (0 = forever)", text);
-	text = getenv("DTSHIM_ABORT_ON_TIMEOUT");
-	shim_world.abort_on_timeout = text != NULL && strcmp(text, "1") == 0;
-	return DTSHIM_OK;
+    text = getenv ("DTSHIM_TIMEOUT");
+    if (text != NULL && shim_parse_timeout (text, &shim_world.timeout_s) != 0)
+        return shim_fail (DTSHIM_ERR_INVALID, "DTSHIM_TIMEOUT=%s: want seconds (0 = forever)",
+                          text);
+    text = getenv ("DTSHIM_ABORT_ON_TIMEOUT");
+    shim_world.abort_on_timeout = text != NULL && strcmp (text, "1") == 0;
+    return DTSHIM_OK;
 }
 
-int dtshim_init(void)
+int dtshim_init (void)
 {
-	const char *tasks;
-	pmix_status_t rc;
-	int rv;
+    const char *tasks;
+    pmix_status_t rc;
+    int rv;
 
-	if (shim_world.initialized)
-		return DTSHIM_OK;
-	last_error[0] = '\0';
-	if ((rv = read_settings()) != DTSHIM_OK)
-		return rv;
-	if (getenv("PMIX_NAMESPACE") == NULL) {
-		/* Several tasks and no server: a world of one each would silently train N
+    if (shim_world.initialized)
+        return DTSHIM_OK;
+    last_error[0] = '\0';
+    if ((rv = read_settings ()) != DTSHIM_OK)
+        return rv;
+    if (getenv ("PMIX_NAMESPACE") == NULL) {
+        /* Several tasks and no server: a world of one each would silently train N
 		 * separate models. */
-		tasks = getenv("SLURM_STEP_NUM_TASKS");
-		if (tasks != NULL && atoi(tasks) > 1)
-			return shim_fail(DTSHIM_ERR_NO_PMIX, "step of %s tasks without "
-			                 "PMIX_NAMESPACE in the environment", tasks);
-		world_of_one();
-	} else {
-		rc = PMIx_Init(&shim_world.self, NULL, 0);
-		if (rc != PMIX_SUCCESS)
-			return shim_fail(DTSHIM_ERR_PMIX, "PMIx_Init failed: %s",
-			                 PMIx_Error_string(rc));
-		shim_world.pmix = true;
-		if ((rv = read_facts()) != DTSHIM_OK) {
-			PMIx_Finalize(NULL, 0);
-			return rv;
-		}
-	}
-	if ((rv = shim_preempt_install()) != DTSHIM_OK) {
-		if (shim_world.pmix)
-			PMIx_Finalize(NULL, 0);
-		return rv;
-	}
-	if ((rv = shim_watchdog_start()) != DTSHIM_OK) {
-		shim_preempt_restore();
-		if (shim_world.pmix)
-			PMIx_Finalize(NULL, 0);
-		return rv;
-	}
-	shim_world.seq = 0;
-	shim_world.broken = false;
-	shim_world.initialized = true;
-	return DTSHIM_OK;
+        tasks = getenv ("SLURM_STEP_NUM_TASKS");
+        if (tasks != NULL && atoi (tasks) > 1)
+            return shim_fail (DTSHIM_ERR_NO_PMIX,
+                              "step of %s tasks without "
+                              "PMIX_NAMESPACE in the environment",
+                              tasks);
+        world_of_one ();
+    } else {
+        rc = PMIx_Init (&shim_world.self, NULL, 0);
+        if (rc != PMIX_SUCCESS)
+            return shim_fail (DTSHIM_ERR_PMIX, "PMIx_Init failed: %s", PMIx_Error_string (rc));
+        shim_world.pmix = true;
+        if ((rv = read_facts ()) != DTSHIM_OK) {
+            PMIx_Finalize (NULL, 0);
+            return rv;
+        }
+    }
+    if ((rv = shim_preempt_install ()) != DTSHIM_OK) {
+        if (shim_world.pmix)
+            PMIx_Finalize (NULL, 0);
+        return rv;
+    }
+    if ((rv = shim_watchdog_start ()) != DTSHIM_OK) {
+        shim_preempt_restore ();
+        if (shim_world.pmix)
+            PMIx_Finalize (NULL, 0);
+        return rv;
+    }
+    shim_world.seq = 0;
+    shim_world.broken = false;
+    shim_world.initialized = true;
+    return DTSHIM_OK;
 }
 
-int dtshim_finalize(void)
+int dtshim_finalize (void)
 {
-	pmix_status_t rc = PMIX_SUCCESS;
+    pmix_status_t rc = PMIX_SUCCESS;
 
-	if (!shim_world.initialized)
-		return DTSHIM_ERR_NOT_INITIALIZED;
-	shim_watchdog_stop();
-	shim_preempt_restore();
-	shim_world.initialized = false;
-	/* After a timeout a fence is still pending in the server: finalizing would wait on it. */
-	if (shim_world.pmix && !shim_world.broken)
-		rc = PMIx_Finalize(NULL, 0);
-	shim_world.rank = shim_world.size = shim_world.local_rank = shim_world.local_size = -1;
-	shim_world.node_rank = shim_world.node_count = -1;
-	if (rc != PMIX_SUCCESS)
-		return shim_fail(DTSHIM_ERR_PMIX, "PMIx_Finalize failed: %s",
-		                 PMIx_Error_string(rc));
-	return DTSHIM_OK;
+    if (!shim_world.initialized)
+        return DTSHIM_ERR_NOT_INITIALIZED;
+    shim_watchdog_stop ();
+    shim_preempt_restore ();
+    shim_world.initialized = false;
+    /* After a timeout a fence is still pending in the server: finalizing would wait on it. */
+    if (shim_world.pmix && !shim_world.broken)
+        rc = PMIx_Finalize (NULL, 0);
+    shim_world.rank = shim_world.size = shim_world.local_rank = shim_world.local_size = -1;
+    shim_world.node_rank = shim_world.node_count = -1;
+    if (rc != PMIX_SUCCESS)
+        return shim_fail (DTSHIM_ERR_PMIX, "PMIx_Finalize failed: %s", PMIx_Error_string (rc));
+    return DTSHIM_OK;
 }
 
-int dtshim_rank(void) { return shim_world.initialized ? shim_world.rank : -1; }
-int dtshim_size(void) { return shim_world.initialized ? shim_world.size : -1; }
-int dtshim_local_rank(void) { return shim_world.initialized ? shim_world.local_rank : -1; }
-int dtshim_local_size(void) { return shim_world.initialized ? shim_world.local_size : -1; }
-int dtshim_node_rank(void) { return shim_world.initialized ? shim_world.node_rank : -1; }
-int dtshim_node_count(void) { return shim_world.initialized ? shim_world.node_count : -1; }
-int dtshim_has_pmix(void) { return shim_world.initialized ? shim_world.pmix : -1; }
-
-const char *dtshim_chief_host(void)
+int dtshim_rank (void)
 {
-	return shim_world.initialized ? shim_world.chief_host : NULL;
+    return shim_world.initialized ? shim_world.rank : -1;
+}
+int dtshim_size (void)
+{
+    return shim_world.initialized ? shim_world.size : -1;
+}
+int dtshim_local_rank (void)
+{
+    return shim_world.initialized ? shim_world.local_rank : -1;
+}
+int dtshim_local_size (void)
+{
+    return shim_world.initialized ? shim_world.local_size : -1;
+}
+int dtshim_node_rank (void)
+{
+    return shim_world.initialized ? shim_world.node_rank : -1;
+}
+int dtshim_node_count (void)
+{
+    return shim_world.initialized ? shim_world.node_count : -1;
+}
+int dtshim_has_pmix (void)
+{
+    return shim_world.initialized ? shim_world.pmix : -1;
 }
 
-static bool is_loopback(const struct sockaddr *sa)
+const char *dtshim_chief_host (void)
 {
-	if (sa->sa_family == AF_INET)
-		return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
-	if (sa->sa_family == AF_INET6)
-		return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)sa)->sin6_addr);
-	return true;
+    return shim_world.initialized ? shim_world.chief_host : NULL;
 }
 
-int dtshim_chief_addr(char *buf, size_t len)
+static bool is_loopback (const struct sockaddr *sa)
 {
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *list = NULL, *ai;
-	const struct addrinfo *v4 = NULL, *v6 = NULL, *pick;
-	const char *master;
-	int rc, rv = DTSHIM_OK;
-
-	if (!shim_world.initialized)
-		return DTSHIM_ERR_NOT_INITIALIZED;
-	if (buf == NULL || len == 0)
-		return DTSHIM_ERR_INVALID;
-	rc = getaddrinfo(shim_world.chief_host, NULL, &hints, &list);
-	for (ai = rc == 0 ? list : NULL; ai != NULL; ai = ai->ai_next) {
-		if (is_loopback(ai->ai_addr))
-			continue;
-		if (ai->ai_family == AF_INET && v4 == NULL)
-			v4 = ai;
-		if (ai->ai_family == AF_INET6 && v6 == NULL)
-			v6 = ai;
-	}
-	pick = v4 != NULL ? v4 : v6;
-	if (pick != NULL) {
-		if (getnameinfo(pick->ai_addr, pick->ai_addrlen, buf, len, NULL, 0,
-		                NI_NUMERICHOST) != 0)
-			rv = DTSHIM_ERR_INVALID;
-	} else if ((master = getenv("MASTER_ADDR")) != NULL && *master != '\0') {
-		/* The SPANK plugin's choice, made from Slurm's NodeAddr for the same node. */
-		if ((size_t)snprintf(buf, len, "%s", master) >= len)
-			rv = DTSHIM_ERR_INVALID;
-	} else if (!shim_world.pmix) {
-		/* A world of one: every peer is this process, loopback reaches it. */
-		if ((size_t)snprintf(buf, len, "127.0.0.1") >= len)
-			rv = DTSHIM_ERR_INVALID;
-	} else {
-		rv = shim_fail(DTSHIM_ERR_NO_ADDRESS, "%s: %s", shim_world.chief_host,
-		               rc != 0 ? gai_strerror(rc) : "only loopback addresses");
-	}
-	if (list != NULL)
-		freeaddrinfo(list);
-	return rv;
+    if (sa->sa_family == AF_INET)
+        return (ntohl (((const struct sockaddr_in *) sa)->sin_addr.s_addr) >> 24) == 127;
+    if (sa->sa_family == AF_INET6)
+        return IN6_IS_ADDR_LOOPBACK (&((const struct sockaddr_in6 *) sa)->sin6_addr);
+    return true;
 }
 
-int dtshim_set_timeout(double seconds)
+int dtshim_chief_addr (char *buf, size_t len)
 {
-	if (!(seconds >= 0))
-		return DTSHIM_ERR_INVALID;
-	shim_world.timeout_s = seconds;
-	return DTSHIM_OK;
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *list = NULL, *ai;
+    const struct addrinfo *v4 = NULL, *v6 = NULL, *pick;
+    const char *master;
+    int rc, rv = DTSHIM_OK;
+
+    if (!shim_world.initialized)
+        return DTSHIM_ERR_NOT_INITIALIZED;
+    if (buf == NULL || len == 0)
+        return DTSHIM_ERR_INVALID;
+    rc = getaddrinfo (shim_world.chief_host, NULL, &hints, &list);
+    for (ai = rc == 0 ? list : NULL; ai != NULL; ai = ai->ai_next) {
+        if (is_loopback (ai->ai_addr))
+            continue;
+        if (ai->ai_family == AF_INET && v4 == NULL)
+            v4 = ai;
+        if (ai->ai_family == AF_INET6 && v6 == NULL)
+            v6 = ai;
+    }
+    pick = v4 != NULL ? v4 : v6;
+    if (pick != NULL) {
+        if (getnameinfo (pick->ai_addr, pick->ai_addrlen, buf, len, NULL, 0, NI_NUMERICHOST) != 0)
+            rv = DTSHIM_ERR_INVALID;
+    } else if ((master = getenv ("MASTER_ADDR")) != NULL && *master != '\0') {
+        /* The SPANK plugin's choice, made from Slurm's NodeAddr for the same node. */
+        if ((size_t) snprintf (buf, len, "%s", master) >= len)
+            rv = DTSHIM_ERR_INVALID;
+    } else if (!shim_world.pmix) {
+        /* A world of one: every peer is this process, loopback reaches it. */
+        if ((size_t) snprintf (buf, len, "127.0.0.1") >= len)
+            rv = DTSHIM_ERR_INVALID;
+    } else {
+        rv = shim_fail (DTSHIM_ERR_NO_ADDRESS, "%s: %s", shim_world.chief_host,
+                        rc != 0 ? gai_strerror (rc) : "only loopback addresses");
+    }
+    if (list != NULL)
+        freeaddrinfo (list);
+    return rv;
 }
 
-double dtshim_get_timeout(void)
+int dtshim_set_timeout (double seconds)
 {
-	return shim_world.timeout_s;
+    if (!(seconds >= 0))
+        return DTSHIM_ERR_INVALID;
+    shim_world.timeout_s = seconds;
+    return DTSHIM_OK;
 }
 
-int dtshim_set_abort_on_timeout(int on)
+double dtshim_get_timeout (void)
 {
-	shim_world.abort_on_timeout = on != 0;
-	return DTSHIM_OK;
+    return shim_world.timeout_s;
 }
 
-int dtshim_abort(int status, const char *msg)
+int dtshim_set_abort_on_timeout (int on)
 {
-	pmix_status_t rc;
+    shim_world.abort_on_timeout = on != 0;
+    return DTSHIM_OK;
+}
 
-	if (!shim_world.initialized)
-		return DTSHIM_ERR_NOT_INITIALIZED;
-	if (!shim_world.pmix)
-		return DTSHIM_ERR_NO_PMIX;
-	rc = PMIx_Abort(status, msg != NULL ? msg : "dtshim_abort", NULL, 0);
-	return shim_fail(DTSHIM_ERR_PMIX, "PMIx_Abort failed: %s", PMIx_Error_string(rc));
+int dtshim_abort (int status, const char *msg)
+{
+    pmix_status_t rc;
+
+    if (!shim_world.initialized)
+        return DTSHIM_ERR_NOT_INITIALIZED;
+    if (!shim_world.pmix)
+        return DTSHIM_ERR_NO_PMIX;
+    rc = PMIx_Abort (status, msg != NULL ? msg : "dtshim_abort", NULL, 0);
+    return shim_fail (DTSHIM_ERR_PMIX, "PMIx_Abort failed: %s", PMIx_Error_string (rc));
 }

@@ -11,154 +11,156 @@
 
 static volatile sig_atomic_t preempt_flag;
 static volatile sig_atomic_t term_count;
-static int preempt_signo;             /* 0: none besides SIGTERM */
+static int preempt_signo; /* 0: none besides SIGTERM */
 static bool term_installed;
 static struct sigaction old_term, old_preempt;
-static int decided;                   /* the collective answer, once it is 1 */
+static int decided; /* the collective answer, once it is 1 */
 
-static bool is_function(const struct sigaction *sa)
+static bool is_function (const struct sigaction *sa)
 {
-	if (sa->sa_flags & SA_SIGINFO)
-		return sa->sa_sigaction != NULL;
-	return sa->sa_handler != SIG_DFL && sa->sa_handler != SIG_IGN;
+    if (sa->sa_flags & SA_SIGINFO)
+        return sa->sa_sigaction != NULL;
+    return sa->sa_handler != SIG_DFL && sa->sa_handler != SIG_IGN;
 }
 
-static void chain(const struct sigaction *old, int sig, siginfo_t *info, void *ctx)
+static void chain (const struct sigaction *old, int sig, siginfo_t *info, void *ctx)
 {
-	if (old->sa_flags & SA_SIGINFO)
-		old->sa_sigaction(sig, info, ctx);
-	else
-		old->sa_handler(sig);
+    if (old->sa_flags & SA_SIGINFO)
+        old->sa_sigaction (sig, info, ctx);
+    else
+        old->sa_handler (sig);
 }
 
-static void on_signal(int sig, siginfo_t *info, void *ctx)
+static void on_signal (int sig, siginfo_t *info, void *ctx)
 {
-	int saved_errno = errno;
-	const struct sigaction *old = sig == SIGTERM ? &old_term : &old_preempt;
-	struct sigaction dfl;
+    int saved_errno = errno;
+    const struct sigaction *old = sig == SIGTERM ? &old_term : &old_preempt;
+    struct sigaction dfl;
 
-	preempt_flag = 1;
-	if (is_function(old)) {
-		chain(old, sig, info, ctx);
-	} else if (sig == SIGTERM && old->sa_handler == SIG_DFL && term_count++ > 0) {
-		/* The second SIGTERM: what SIG_DFL would have done. SIGTERM is blocked while
+    preempt_flag = 1;
+    if (is_function (old)) {
+        chain (old, sig, info, ctx);
+    } else if (sig == SIGTERM && old->sa_handler == SIG_DFL && term_count++ > 0) {
+        /* The second SIGTERM: what SIG_DFL would have done. SIGTERM is blocked while
 		 * this handler runs, so it is delivered, and ends the process, on return. */
-		memset(&dfl, 0, sizeof(dfl));
-		dfl.sa_handler = SIG_DFL;
-		sigaction(SIGTERM, &dfl, NULL);
-		raise(SIGTERM);
-	}
-	errno = saved_errno;
+        memset (&dfl, 0, sizeof (dfl));
+        dfl.sa_handler = SIG_DFL;
+        sigaction (SIGTERM, &dfl, NULL);
+        raise (SIGTERM);
+    }
+    errno = saved_errno;
 }
 
-static int install(int sig, struct sigaction *old)
+static int install (int sig, struct sigaction *old)
 {
-	struct sigaction sa;
+    struct sigaction sa;
 
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = on_signal;
-	sa.sa_flags = SA_SIGINFO | SA_RESTART;
-	sigemptyset(&sa.sa_mask);
-	if (sigaction(sig, &sa, old) != 0)
-		return shim_fail(DTSHIM_ERR_SIGNAL, "sigaction(%d): %s", sig, strerror(errno));
-	return DTSHIM_OK;
+    memset (&sa, 0, sizeof (sa));
+    sa.sa_sigaction = on_signal;
+    sa.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset (&sa.sa_mask);
+    if (sigaction (sig, &sa, old) != 0)
+        return shim_fail (DTSHIM_ERR_SIGNAL, "sigaction(%d): %s", sig, strerror (errno));
+    return DTSHIM_OK;
 }
 
-int shim_preempt_install(void)
+int shim_preempt_install (void)
 {
-	const char *text = getenv("DTSHIM_PREEMPT_SIGNAL");
-	int signo = DEFAULT_PREEMPT_SIGNAL, rv;
+    const char *text = getenv ("DTSHIM_PREEMPT_SIGNAL");
+    int signo = DEFAULT_PREEMPT_SIGNAL, rv;
 
-	if (text != NULL && shim_parse_signal(text, &signo) != 0)
-		return shim_fail(DTSHIM_ERR_SIGNAL, "DTSHIM_PREEMPT_SIGNAL=%s: want a signal name "
-		                 "like USR2, a number, or none (SIGTERM is always recorded)", text);
-	preempt_flag = 0;
-	term_count = 0;
-	decided = 0;
-	if ((rv = install(SIGTERM, &old_term)) != DTSHIM_OK)
-		return rv;
-	term_installed = true;
-	if (signo != 0 && (rv = install(signo, &old_preempt)) != DTSHIM_OK) {
-		shim_preempt_restore();
-		return rv;
-	}
-	preempt_signo = signo;
-	return DTSHIM_OK;
+    if (text != NULL && shim_parse_signal (text, &signo) != 0)
+        return shim_fail (DTSHIM_ERR_SIGNAL,
+                          "DTSHIM_PREEMPT_SIGNAL=%s: want a signal name "
+                          "like USR2, a number, or none (SIGTERM is always recorded)",
+                          text);
+    preempt_flag = 0;
+    term_count = 0;
+    decided = 0;
+    if ((rv = install (SIGTERM, &old_term)) != DTSHIM_OK)
+        return rv;
+    term_installed = true;
+    if (signo != 0 && (rv = install (signo, &old_preempt)) != DTSHIM_OK) {
+        shim_preempt_restore ();
+        return rv;
+    }
+    preempt_signo = signo;
+    return DTSHIM_OK;
 }
 
-void shim_preempt_restore(void)
+void shim_preempt_restore (void)
 {
-	if (preempt_signo != 0)
-		sigaction(preempt_signo, &old_preempt, NULL);
-	preempt_signo = 0;
-	if (term_installed)
-		sigaction(SIGTERM, &old_term, NULL);
-	term_installed = false;
+    if (preempt_signo != 0)
+        sigaction (preempt_signo, &old_preempt, NULL);
+    preempt_signo = 0;
+    if (term_installed)
+        sigaction (SIGTERM, &old_term, NULL);
+    term_installed = false;
 }
 
-int dtshim_set_preempt_signal(int signo)
+int dtshim_set_preempt_signal (int signo)
 {
-	int rv;
+    int rv;
 
-	if (!shim_world.initialized)
-		return DTSHIM_ERR_NOT_INITIALIZED;
-	if (signo < 0 || signo >= NSIG || signo == SIGTERM || signo == SIGKILL || signo == SIGSTOP)
-		return DTSHIM_ERR_INVALID;
-	if (signo == preempt_signo)
-		return DTSHIM_OK;
-	if (preempt_signo != 0)
-		sigaction(preempt_signo, &old_preempt, NULL);
-	preempt_signo = 0;
-	if (signo != 0) {
-		if ((rv = install(signo, &old_preempt)) != DTSHIM_OK)
-			return rv;
-		preempt_signo = signo;
-	}
-	return DTSHIM_OK;
+    if (!shim_world.initialized)
+        return DTSHIM_ERR_NOT_INITIALIZED;
+    if (signo < 0 || signo >= NSIG || signo == SIGTERM || signo == SIGKILL || signo == SIGSTOP)
+        return DTSHIM_ERR_INVALID;
+    if (signo == preempt_signo)
+        return DTSHIM_OK;
+    if (preempt_signo != 0)
+        sigaction (preempt_signo, &old_preempt, NULL);
+    preempt_signo = 0;
+    if (signo != 0) {
+        if ((rv = install (signo, &old_preempt)) != DTSHIM_OK)
+            return rv;
+        preempt_signo = signo;
+    }
+    return DTSHIM_OK;
 }
 
-int dtshim_preempt_requested(void)
+int dtshim_preempt_requested (void)
 {
-	return preempt_flag != 0;
+    return preempt_flag != 0;
 }
 
-void dtshim_request_preempt(void)
+void dtshim_request_preempt (void)
 {
-	preempt_flag = 1;
+    preempt_flag = 1;
 }
 
 /* The key a rank puts, once, when it has recorded a preemption request. */
 #define PREEMPT_KEY "dtshim.preempt"
 
-static bool published;                /* this rank has put PREEMPT_KEY */
+static bool published; /* this rank has put PREEMPT_KEY */
 
 /* Whether any rank has put PREEMPT_KEY, from the data of the last fence only (PMIX_OPTIONAL:
  * a key a rank never put is "not found" at once instead of a wait for it). */
-static int any_rank_asked(int *any)
+static int any_rank_asked (int *any)
 {
-	pmix_proc_t peer;
-	pmix_info_t optional;
-	pmix_value_t *got = NULL;
-	pmix_status_t rc;
-	bool yes = true;
+    pmix_proc_t peer;
+    pmix_info_t optional;
+    pmix_value_t *got = NULL;
+    pmix_status_t rc;
+    bool yes = true;
 
-	*any = 0;
-	PMIX_INFO_LOAD(&optional, PMIX_OPTIONAL, &yes, PMIX_BOOL);
-	PMIX_LOAD_NSPACE(peer.nspace, shim_world.self.nspace);
-	for (int r = 0; r < shim_world.size && !*any; r++) {
-		peer.rank = (pmix_rank_t)r;
-		rc = PMIx_Get(&peer, PREEMPT_KEY, &optional, 1, &got);
-		if (rc == PMIX_SUCCESS) {
-			*any = 1;
-			PMIX_VALUE_RELEASE(got);
-		} else if (rc != PMIX_ERR_NOT_FOUND) {
-			PMIX_INFO_DESTRUCT(&optional);
-			return shim_fail(DTSHIM_ERR_PMIX, "PMIx_Get(%s of rank %d) failed: %s",
-			                 PREEMPT_KEY, r, PMIx_Error_string(rc));
-		}
-	}
-	PMIX_INFO_DESTRUCT(&optional);
-	return DTSHIM_OK;
+    *any = 0;
+    PMIX_INFO_LOAD (&optional, PMIX_OPTIONAL, &yes, PMIX_BOOL);
+    PMIX_LOAD_NSPACE (peer.nspace, shim_world.self.nspace);
+    for (int r = 0; r < shim_world.size && !*any; r++) {
+        peer.rank = (pmix_rank_t) r;
+        rc = PMIx_Get (&peer, PREEMPT_KEY, &optional, 1, &got);
+        if (rc == PMIX_SUCCESS) {
+            *any = 1;
+            PMIX_VALUE_RELEASE (got);
+        } else if (rc != PMIX_ERR_NOT_FOUND) {
+            PMIX_INFO_DESTRUCT (&optional);
+            return shim_fail (DTSHIM_ERR_PMIX, "PMIx_Get(%s of rank %d) failed: %s", PREEMPT_KEY, r,
+                              PMIx_Error_string (rc));
+        }
+    }
+    PMIX_INFO_DESTRUCT (&optional);
+    return DTSHIM_OK;
 }
 
 /* Only a rank that was asked puts anything, and only once: every value put stays in
@@ -166,40 +168,40 @@ static int any_rank_asked(int *any)
  * at every call would make each call slower than the one before (measured: 22 ms per call
  * after 400 calls, 300 ms after 1600). This way every call costs one collecting fence of
  * constant size. */
-int dtshim_should_preempt(void)
+int dtshim_should_preempt (void)
 {
-	pmix_value_t value;
-	pmix_status_t rc;
-	uint64_t seq;
-	int rv, any;
+    pmix_value_t value;
+    pmix_status_t rc;
+    uint64_t seq;
+    int rv, any;
 
-	if ((rv = shim_begin(&seq)) != DTSHIM_OK)
-		return rv;
-	/* Every rank decided 1 at the same call: no need to ask again. */
-	if (decided)
-		goto out;
-	if (!shim_world.pmix) {
-		decided = preempt_flag != 0;
-		goto out;
-	}
-	if (preempt_flag && !published) {
-		PMIX_VALUE_LOAD(&value, &seq, PMIX_UINT64);
-		rc = PMIx_Put(PMIX_GLOBAL, PREEMPT_KEY, &value);
-		PMIX_VALUE_DESTRUCT(&value);
-		if (rc == PMIX_SUCCESS)
-			rc = PMIx_Commit();
-		if (rc != PMIX_SUCCESS) {
-			rv = shim_fail(DTSHIM_ERR_PMIX, "PMIx_Put(%s) failed: %s", PREEMPT_KEY,
-			               PMIx_Error_string(rc));
-			goto out;
-		}
-		published = true;
-	}
-	if ((rv = shim_exchange(SHIM_OP_PREEMPT, NULL, 0, false, seq)) != DTSHIM_OK ||
-	    (rv = any_rank_asked(&any)) != DTSHIM_OK)
-		goto out;
-	decided = any;
+    if ((rv = shim_begin (&seq)) != DTSHIM_OK)
+        return rv;
+    /* Every rank decided 1 at the same call: no need to ask again. */
+    if (decided)
+        goto out;
+    if (!shim_world.pmix) {
+        decided = preempt_flag != 0;
+        goto out;
+    }
+    if (preempt_flag && !published) {
+        PMIX_VALUE_LOAD (&value, &seq, PMIX_UINT64);
+        rc = PMIx_Put (PMIX_GLOBAL, PREEMPT_KEY, &value);
+        PMIX_VALUE_DESTRUCT (&value);
+        if (rc == PMIX_SUCCESS)
+            rc = PMIx_Commit ();
+        if (rc != PMIX_SUCCESS) {
+            rv = shim_fail (DTSHIM_ERR_PMIX, "PMIx_Put(%s) failed: %s", PREEMPT_KEY,
+                            PMIx_Error_string (rc));
+            goto out;
+        }
+        published = true;
+    }
+    if ((rv = shim_exchange (SHIM_OP_PREEMPT, NULL, 0, false, seq)) != DTSHIM_OK
+        || (rv = any_rank_asked (&any)) != DTSHIM_OK)
+        goto out;
+    decided = any;
 out:
-	shim_end();
-	return rv != DTSHIM_OK ? rv : decided;
+    shim_end ();
+    return rv != DTSHIM_OK ? rv : decided;
 }

@@ -11,52 +11,52 @@
 #include "shim/wire.h"
 
 struct shim_world {
-	bool initialized;
-	bool pmix;          /* false: a world of one without PMIx */
-	bool broken;        /* a fence timed out: its callback may still come, keys are lost */
-	pmix_proc_t self;
-	int rank, size, local_rank, local_size, node_rank, node_count;
-	char chief_host[256];
-	uint64_t seq;       /* number of the next collective, the same on every rank */
-	struct timespec deadline; /* of the collective in progress (CLOCK_MONOTONIC) */
-	double timeout_s;   /* 0: forever */
-	bool abort_on_timeout;
-	pthread_mutex_t lock; /* serializes the collectives */
+    bool initialized;
+    bool pmix; /* false: a world of one without PMIx */
+    bool broken; /* a fence timed out: its callback may still come, keys are lost */
+    pmix_proc_t self;
+    int rank, size, local_rank, local_size, node_rank, node_count;
+    char chief_host[256];
+    uint64_t seq; /* number of the next collective, the same on every rank */
+    struct timespec deadline; /* of the collective in progress (CLOCK_MONOTONIC) */
+    double timeout_s; /* 0: forever */
+    bool abort_on_timeout;
+    pthread_mutex_t lock; /* serializes the collectives */
 };
 
 extern struct shim_world shim_world;
 
 /* Record the detail of a failure for dtshim_last_error(); returns status. */
-int shim_fail(int status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int shim_fail (int status, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
 
 /* The progress watchdog (watchdog.c), from DIST_TRAIN_WATCHDOG. */
-int shim_watchdog_start(void);
-void shim_watchdog_stop(void);
+int shim_watchdog_start (void);
+void shim_watchdog_stop (void);
 
 /* Preemption handlers (preempt.c). */
-int shim_preempt_install(void);
-void shim_preempt_restore(void);
+int shim_preempt_install (void);
+void shim_preempt_restore (void);
 
 /* A rank's contribution to a collective: its payload (malloc'd, at least 1 byte) and size. */
 struct shim_piece {
-	uint8_t *bytes;
-	size_t size;
+    uint8_t *bytes;
+    size_t size;
 };
 
 /* Start a collective: check the state, take the lock, number the call (*seq) and set its
  * deadline. On success the caller ends with shim_end(). */
-int shim_begin(uint64_t *seq);
-void shim_end(void);
+int shim_begin (uint64_t *seq);
+void shim_end (void);
 
 /* exchange.c: contribute size bytes of payload framed for op when contribute is true (else
  * nothing), then fence with data collection, before the deadline. */
-int shim_exchange(enum shim_op op, const void *payload, size_t size, bool contribute,
-                  uint64_t seq);
+int shim_exchange (enum shim_op op, const void *payload, size_t size, bool contribute,
+                   uint64_t seq);
 /* A fence without data, before the deadline. */
-int shim_fence(uint64_t seq);
+int shim_fence (uint64_t seq);
 /* The contributions of ranks first .. first+count-1 to collective seq, checked against op,
  * fetched before the deadline; free them with shim_pieces_free(). */
-int shim_read(enum shim_op op, uint64_t seq, int first, int count, struct shim_piece *out);
-void shim_pieces_free(struct shim_piece *pieces, int count);
+int shim_read (enum shim_op op, uint64_t seq, int first, int count, struct shim_piece *out);
+void shim_pieces_free (struct shim_piece *pieces, int count);
 
 #endif

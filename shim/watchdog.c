@@ -24,112 +24,115 @@
 #define WATCHDOG_EXIT 124 /* like timeout(1) */
 
 static struct {
-	pthread_t thread;
-	bool running;
-	bool stopping;
-	double limit_s;
-	_Atomic int64_t last_ns;    /* CLOCK_MONOTONIC of the last progress */
-	pthread_mutex_t lock;
-	pthread_cond_t wake;
-} wd = { .lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER };
+    pthread_t thread;
+    bool running;
+    bool stopping;
+    double limit_s;
+    _Atomic int64_t last_ns; /* CLOCK_MONOTONIC of the last progress */
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+} wd = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER};
 
-static int64_t now_ns(void)
+static int64_t now_ns (void)
 {
-	struct timespec ts;
+    struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    clock_gettime (CLOCK_MONOTONIC, &ts);
+    return (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-int dtshim_progress(void)
+int dtshim_progress (void)
 {
-	if (!shim_world.initialized)
-		return DTSHIM_ERR_NOT_INITIALIZED;
-	atomic_store_explicit(&wd.last_ns, now_ns(), memory_order_relaxed);
-	return DTSHIM_OK;
+    if (!shim_world.initialized)
+        return DTSHIM_ERR_NOT_INITIALIZED;
+    atomic_store_explicit (&wd.last_ns, now_ns (), memory_order_relaxed);
+    return DTSHIM_OK;
 }
 
-static void fire(double idle_s)
+static void fire (double idle_s)
 {
-	char msg[256];
+    char msg[256];
 
-	snprintf(msg, sizeof(msg), "dtshim: rank %d made no progress for %.1f s "
-	         "(DIST_TRAIN_WATCHDOG=%g): ending the step", shim_world.rank, idle_s,
-	         wd.limit_s);
-	fprintf(stderr, "%s\n", msg);
-	fflush(stderr);
-	if (shim_world.pmix)
-		PMIx_Abort(WATCHDOG_EXIT, msg, NULL, 0);
-	_exit(WATCHDOG_EXIT);
+    snprintf (msg, sizeof (msg),
+              "dtshim: rank %d made no progress for %.1f s "
+              "(DIST_TRAIN_WATCHDOG=%g): ending the step",
+              shim_world.rank, idle_s, wd.limit_s);
+    fprintf (stderr, "%s\n", msg);
+    fflush (stderr);
+    if (shim_world.pmix)
+        PMIx_Abort (WATCHDOG_EXIT, msg, NULL, 0);
+    _exit (WATCHDOG_EXIT);
 }
 
-static void *watch(void *arg)
+static void *watch (void *arg)
 {
-	/* look often enough to fire within a quarter of the limit, at most each second */
-	double period = fmin(1.0, wd.limit_s / 4);
-	struct timespec until;
+    /* look often enough to fire within a quarter of the limit, at most each second */
+    double period = fmin (1.0, wd.limit_s / 4);
+    struct timespec until;
 
-	(void)arg;
-	pthread_mutex_lock(&wd.lock);
-	while (!wd.stopping) {
-		int64_t idle = now_ns() - atomic_load_explicit(&wd.last_ns, memory_order_relaxed);
-		if ((double)idle / 1e9 > wd.limit_s) {
-			pthread_mutex_unlock(&wd.lock);
-			fire((double)idle / 1e9);
-		}
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += (time_t)period;
-		until.tv_nsec += (long)((period - floor(period)) * 1e9);
-		if (until.tv_nsec >= 1000000000) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000;
-		}
-		(void)pthread_cond_timedwait(&wd.wake, &wd.lock, &until);
-	}
-	pthread_mutex_unlock(&wd.lock);
-	return NULL;
+    (void) arg;
+    pthread_mutex_lock (&wd.lock);
+    while (!wd.stopping) {
+        int64_t idle = now_ns () - atomic_load_explicit (&wd.last_ns, memory_order_relaxed);
+        if ((double) idle / 1e9 > wd.limit_s) {
+            pthread_mutex_unlock (&wd.lock);
+            fire ((double) idle / 1e9);
+        }
+        clock_gettime (CLOCK_REALTIME, &until);
+        until.tv_sec += (time_t) period;
+        until.tv_nsec += (long) ((period - floor (period)) * 1e9);
+        if (until.tv_nsec >= 1000000000) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000;
+        }
+        (void) pthread_cond_timedwait (&wd.wake, &wd.lock, &until);
+    }
+    pthread_mutex_unlock (&wd.lock);
+    return NULL;
 }
 
-int shim_watchdog_start(void)
+int shim_watchdog_start (void)
 {
-	const char *text = getenv("DIST_TRAIN_WATCHDOG");
-	char *end;
-	double limit;
-	int rc;
+    const char *text = getenv ("DIST_TRAIN_WATCHDOG");
+    char *end;
+    double limit;
+    int rc;
 
-	if (text == NULL || text[0] == '\0')
-		return DTSHIM_OK;
-	errno = 0;
-	limit = strtod(text, &end);
-	if (errno != 0 || *end != '\0' || !(limit >= 0) || limit > 1e7)
-		return shim_fail(DTSHIM_ERR_INVALID, "DIST_TRAIN_WATCHDOG=%.32s: want seconds "
-		                 "without progress (0 = off)", text);
-	if (limit == 0)
-		return DTSHIM_OK;
-	wd.limit_s = limit;
-	wd.stopping = false;
-	atomic_store(&wd.last_ns, now_ns());
-	rc = pthread_create(&wd.thread, NULL, watch, NULL);
-	if (rc != 0)
-		return shim_fail(DTSHIM_ERR_NO_MEMORY, "cannot start the watchdog thread: %s",
-		                 strerror(rc));
-	wd.running = true;
-	return DTSHIM_OK;
+    if (text == NULL || text[0] == '\0')
+        return DTSHIM_OK;
+    errno = 0;
+    limit = strtod (text, &end);
+    if (errno != 0 || *end != '\0' || !(limit >= 0) || limit > 1e7)
+        return shim_fail (DTSHIM_ERR_INVALID,
+                          "DIST_TRAIN_WATCHDOG=%.32s: want seconds "
+                          "without progress (0 = off)",
+                          text);
+    if (limit == 0)
+        return DTSHIM_OK;
+    wd.limit_s = limit;
+    wd.stopping = false;
+    atomic_store (&wd.last_ns, now_ns ());
+    rc = pthread_create (&wd.thread, NULL, watch, NULL);
+    if (rc != 0)
+        return shim_fail (DTSHIM_ERR_NO_MEMORY, "cannot start the watchdog thread: %s",
+                          strerror (rc));
+    wd.running = true;
+    return DTSHIM_OK;
 }
 
-void shim_watchdog_stop(void)
+void shim_watchdog_stop (void)
 {
-	if (!wd.running)
-		return;
-	pthread_mutex_lock(&wd.lock);
-	wd.stopping = true;
-	pthread_cond_signal(&wd.wake);
-	pthread_mutex_unlock(&wd.lock);
-	pthread_join(wd.thread, NULL);
-	wd.running = false;
+    if (!wd.running)
+        return;
+    pthread_mutex_lock (&wd.lock);
+    wd.stopping = true;
+    pthread_cond_signal (&wd.wake);
+    pthread_mutex_unlock (&wd.lock);
+    pthread_join (wd.thread, NULL);
+    wd.running = false;
 }
 
-double dtshim_watchdog_limit(void)
+double dtshim_watchdog_limit (void)
 {
-	return wd.running ? wd.limit_s : 0;
+    return wd.running ? wd.limit_s : 0;
 }

@@ -13,147 +13,168 @@
 
 #include "shim/dtshim.h"
 
-static const uint8_t frame_magic[4] = { 'D', 'T', 'S', '1' };
+static const uint8_t frame_magic[4] = {'D', 'T', 'S', '1'};
 
-size_t shim_chunk_count(size_t frame_len)
+size_t shim_chunk_count (size_t frame_len)
 {
-	return frame_len == 0 ? 1 : (frame_len + SHIM_CHUNK - 1) / SHIM_CHUNK;
+    return frame_len == 0 ? 1 : (frame_len + SHIM_CHUNK - 1) / SHIM_CHUNK;
 }
 
-size_t shim_chunk_len(size_t frame_len, size_t i)
+size_t shim_chunk_len (size_t frame_len, size_t i)
 {
-	if (i * SHIM_CHUNK >= frame_len)
-		return 0;
-	return frame_len - i * SHIM_CHUNK < SHIM_CHUNK ? frame_len - i * SHIM_CHUNK : SHIM_CHUNK;
+    if (i * SHIM_CHUNK >= frame_len)
+        return 0;
+    return frame_len - i * SHIM_CHUNK < SHIM_CHUNK ? frame_len - i * SHIM_CHUNK : SHIM_CHUNK;
 }
 
-int shim_key(char *buf, size_t len, uint64_t seq, size_t chunk)
+int shim_key (char *buf, size_t len, uint64_t seq, size_t chunk)
 {
-	int n = chunk == 0 ? snprintf(buf, len, "dtshim.%llu", (unsigned long long)seq)
-	                   : snprintf(buf, len, "dtshim.%llu.%zu", (unsigned long long)seq, chunk);
+    int n = chunk == 0 ? snprintf (buf, len, "dtshim.%llu", (unsigned long long) seq)
+                       : snprintf (buf, len, "dtshim.%llu.%zu", (unsigned long long) seq, chunk);
 
-	return (n < 0 || (size_t)n >= len) ? DTSHIM_ERR_INVALID : DTSHIM_OK;
+    return (n < 0 || (size_t) n >= len) ? DTSHIM_ERR_INVALID : DTSHIM_OK;
 }
 
-static void put_u64(uint8_t *out, uint64_t v)
+static void put_u64 (uint8_t *out, uint64_t v)
 {
-	/* Little-endian on the wire, whatever the hosts are. */
-	for (int i = 0; i < 8; i++)
-		out[i] = (uint8_t)(v >> (8 * i));
+    /* Little-endian on the wire, whatever the hosts are. */
+    for (int i = 0; i < 8; i++)
+        out[i] = (uint8_t) (v >> (8 * i));
 }
 
-static uint64_t get_u64(const uint8_t *in)
+static uint64_t get_u64 (const uint8_t *in)
 {
-	uint64_t v = 0;
+    uint64_t v = 0;
 
-	for (int i = 0; i < 8; i++)
-		v |= (uint64_t)in[i] << (8 * i);
-	return v;
+    for (int i = 0; i < 8; i++)
+        v |= (uint64_t) in[i] << (8 * i);
+    return v;
 }
 
-void shim_frame_header(uint8_t *out, enum shim_op op, uint64_t seq, uint64_t size)
+void shim_frame_header (uint8_t *out, enum shim_op op, uint64_t seq, uint64_t size)
 {
-	memcpy(out, frame_magic, sizeof(frame_magic));
-	out[4] = (uint8_t)op;
-	out[5] = out[6] = out[7] = 0;
-	put_u64(out + 8, size);
-	put_u64(out + 16, seq);
+    memcpy (out, frame_magic, sizeof (frame_magic));
+    out[4] = (uint8_t) op;
+    out[5] = out[6] = out[7] = 0;
+    put_u64 (out + 8, size);
+    put_u64 (out + 16, seq);
 }
 
-int shim_frame_parse(const uint8_t *chunk, size_t len, enum shim_op op, uint64_t seq,
-                     uint64_t *size)
+int shim_frame_parse (const uint8_t *chunk, size_t len, enum shim_op op, uint64_t seq,
+                      uint64_t *size)
 {
-	uint64_t n;
+    uint64_t n;
 
-	if (chunk == NULL || len < SHIM_FRAME_HEADER || memcmp(chunk, frame_magic, 4) != 0)
-		return DTSHIM_ERR_PMIX;
-	if (chunk[4] != (uint8_t)op || get_u64(chunk + 16) != seq)
-		return DTSHIM_ERR_MISMATCH;
-	n = get_u64(chunk + 8);
-	if (n > SIZE_MAX - SHIM_FRAME_HEADER ||
-	    len != shim_chunk_len(SHIM_FRAME_HEADER + (size_t)n, 0))
-		return DTSHIM_ERR_PMIX;
-	*size = n;
-	return DTSHIM_OK;
+    if (chunk == NULL || len < SHIM_FRAME_HEADER || memcmp (chunk, frame_magic, 4) != 0)
+        return DTSHIM_ERR_PMIX;
+    if (chunk[4] != (uint8_t) op || get_u64 (chunk + 16) != seq)
+        return DTSHIM_ERR_MISMATCH;
+    n = get_u64 (chunk + 8);
+    if (n > SIZE_MAX - SHIM_FRAME_HEADER
+        || len != shim_chunk_len (SHIM_FRAME_HEADER + (size_t) n, 0))
+        return DTSHIM_ERR_PMIX;
+    *size = n;
+    return DTSHIM_OK;
 }
 
-int shim_parse_timeout(const char *text, double *seconds)
+int shim_parse_timeout (const char *text, double *seconds)
 {
-	char *end;
-	double v;
+    char *end;
+    double v;
 
-	if (text == NULL || *text == '\0')
-		return -1;
-	errno = 0;
-	v = strtod(text, &end);
-	if (errno != 0 || end == text || *end != '\0' || !isfinite(v) || v < 0)
-		return -1;
-	*seconds = v;
-	return 0;
+    if (text == NULL || *text == '\0')
+        return -1;
+    errno = 0;
+    v = strtod (text, &end);
+    if (errno != 0 || end == text || *end != '\0' || !isfinite (v) || v < 0)
+        return -1;
+    *seconds = v;
+    return 0;
 }
 
 static const struct {
-	const char *name;
-	int signo;
+    const char *name;
+    int signo;
 } signal_names[] = {
-	{ "USR1", SIGUSR1 }, { "USR2", SIGUSR2 }, { "HUP", SIGHUP },   { "INT", SIGINT },
-	{ "QUIT", SIGQUIT }, { "ALRM", SIGALRM }, { "CONT", SIGCONT }, { "URG", SIGURG },
-	{ "XCPU", SIGXCPU }, { "PWR", SIGPWR },
+    {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"HUP", SIGHUP}, {"INT", SIGINT},   {"QUIT", SIGQUIT},
+    {"ALRM", SIGALRM}, {"CONT", SIGCONT}, {"URG", SIGURG}, {"XCPU", SIGXCPU}, {"PWR", SIGPWR},
 };
 
-int shim_parse_signal(const char *text, int *signo)
+int shim_parse_signal (const char *text, int *signo)
 {
-	const char *name = text;
-	char *end;
-	long n;
+    const char *name = text;
+    char *end;
+    long n;
 
-	if (text == NULL || *text == '\0')
-		return -1;
-	if (strcasecmp(text, "none") == 0) {
-		*signo = 0;
-		return 0;
-	}
-	if (isdigit((unsigned char)*text)) {
-		n = strtol(text, &end, 10);
-		if (*end != '\0' || n <= 0 || n >= NSIG || n == SIGKILL || n == SIGSTOP ||
-		    n == SIGTERM)
-			return -1;
-		*signo = (int)n;
-		return 0;
-	}
-	if (strncasecmp(name, "SIG", 3) == 0)
-		name += 3;
-	for (size_t i = 0; i < sizeof(signal_names) / sizeof(signal_names[0]); i++) {
-		if (strcasecmp(name, signal_names[i].name) == 0) {
-			*signo = signal_names[i].signo;
-			return 0;
-		}
-	}
-	return -1;
+    if (text == NULL || *text == '\0')
+        return -1;
+    if (strcasecmp (text, "none") == 0) {
+        *signo = 0;
+        return 0;
+    }
+    if (isdigit ((unsigned char) *text)) {
+        n = strtol (text, &end, 10);
+        if (*end != '\0' || n <= 0 || n >= NSIG || n == SIGKILL || n == SIGSTOP || n == SIGTERM)
+            return -1;
+        *signo = (int) n;
+        return 0;
+    }
+    if (strncasecmp (name, "SIG", 3) == 0)
+        name += 3;
+    for (size_t i = 0; i < sizeof (signal_names) / sizeof (signal_names[0]); i++) {
+        if (strcasecmp (name, signal_names[i].name) == 0) {
+            *signo = signal_names[i].signo;
+            return 0;
+        }
+    }
+    return -1;
 }
 
-int shim_value_int(const pmix_value_t *v, int *out)
+int shim_value_int (const pmix_value_t *v, int *out)
 {
-	long long n;
+    long long n;
 
-	if (v == NULL)
-		return -1;
-	switch (v->type) {
-	case PMIX_UINT8: n = v->data.uint8; break;
-	case PMIX_UINT16: n = v->data.uint16; break;
-	case PMIX_UINT32: n = v->data.uint32; break;
-	case PMIX_UINT64: n = v->data.uint64 > INT_MAX ? -1 : (long long)v->data.uint64; break;
-	case PMIX_INT8: n = v->data.int8; break;
-	case PMIX_INT16: n = v->data.int16; break;
-	case PMIX_INT: n = v->data.integer; break;
-	case PMIX_INT32: n = v->data.int32; break;
-	case PMIX_INT64: n = v->data.int64; break;
-	case PMIX_SIZE: n = v->data.size > INT_MAX ? -1 : (long long)v->data.size; break;
-	case PMIX_PROC_RANK: n = v->data.rank; break;
-	default: return -1;
-	}
-	if (n < 0 || n > INT_MAX)
-		return -1;
-	*out = (int)n;
-	return 0;
+    if (v == NULL)
+        return -1;
+    switch (v->type) {
+    case PMIX_UINT8:
+        n = v->data.uint8;
+        break;
+    case PMIX_UINT16:
+        n = v->data.uint16;
+        break;
+    case PMIX_UINT32:
+        n = v->data.uint32;
+        break;
+    case PMIX_UINT64:
+        n = v->data.uint64 > INT_MAX ? -1 : (long long) v->data.uint64;
+        break;
+    case PMIX_INT8:
+        n = v->data.int8;
+        break;
+    case PMIX_INT16:
+        n = v->data.int16;
+        break;
+    case PMIX_INT:
+        n = v->data.integer;
+        break;
+    case PMIX_INT32:
+        n = v->data.int32;
+        break;
+    case PMIX_INT64:
+        n = v->data.int64;
+        break;
+    case PMIX_SIZE:
+        n = v->data.size > INT_MAX ? -1 : (long long) v->data.size;
+        break;
+    case PMIX_PROC_RANK:
+        n = v->data.rank;
+        break;
+    default:
+        return -1;
+    }
+    if (n < 0 || n > INT_MAX)
+        return -1;
+    *out = (int) n;
+    return 0;
 }

@@ -20,49 +20,49 @@
 #define SHIM_FRAME_HEADER 24
 
 enum shim_op {
-	SHIM_OP_BROADCAST = 1,
-	SHIM_OP_ALLGATHER = 2,
-	SHIM_OP_ALLGATHERV = 3,
-	SHIM_OP_GATHER = 4,
-	SHIM_OP_GATHERV = 5,
-	SHIM_OP_PREEMPT = 6,
-	SHIM_OP_UNIQUE_ID = 7,
-	SHIM_OP_BROADCASTV = 8,
+    SHIM_OP_BROADCAST = 1,
+    SHIM_OP_ALLGATHER = 2,
+    SHIM_OP_ALLGATHERV = 3,
+    SHIM_OP_GATHER = 4,
+    SHIM_OP_GATHERV = 5,
+    SHIM_OP_PREEMPT = 6,
+    SHIM_OP_UNIQUE_ID = 7,
+    SHIM_OP_BROADCASTV = 8,
 };
 
 /* A frame larger than SHIM_CHUNK is put as several PMIx values: Slurm's PMIx server keeps
  * each value in one shared-memory segment, which holds 4 MiB by default. */
-#define SHIM_CHUNK ((size_t)1 << 20)
+#define SHIM_CHUNK ((size_t) 1 << 20)
 
 /* Chunks of a frame of frame_len bytes, and the length of chunk i. */
-size_t shim_chunk_count(size_t frame_len);
-size_t shim_chunk_len(size_t frame_len, size_t i);
+size_t shim_chunk_count (size_t frame_len);
+size_t shim_chunk_len (size_t frame_len, size_t i);
 
 /* The PMIx key of chunk i of collective seq: "dtshim.<seq>" for the first chunk,
  * "dtshim.<seq>.<i>" for the others. */
-int shim_key(char *buf, size_t len, uint64_t seq, size_t chunk);
+int shim_key (char *buf, size_t len, uint64_t seq, size_t chunk);
 
 /* Write the header of collective seq, op, with a payload of size bytes into out
  * (SHIM_FRAME_HEADER bytes). */
-void shim_frame_header(uint8_t *out, enum shim_op op, uint64_t seq, uint64_t size);
+void shim_frame_header (uint8_t *out, enum shim_op op, uint64_t seq, uint64_t size);
 
 /* Check the first chunk (len bytes) of a peer's frame against collective seq and op; on
  * success set *size to the payload's size. DTSHIM_ERR_MISMATCH when the peer called another
  * collective or has not contributed to this one, DTSHIM_ERR_PMIX when the chunk is not one
  * of ours or has the wrong length. */
-int shim_frame_parse(const uint8_t *chunk, size_t len, enum shim_op op, uint64_t seq,
-                     uint64_t *size);
+int shim_frame_parse (const uint8_t *chunk, size_t len, enum shim_op op, uint64_t seq,
+                      uint64_t *size);
 
 /* "300", "2.5", "0": seconds, 0 means forever. -1 for anything else (negative, not a number,
  * trailing text). */
-int shim_parse_timeout(const char *text, double *seconds);
+int shim_parse_timeout (const char *text, double *seconds);
 
 /* "USR2", "SIGUSR2", "12", "none" (0). -1 for an unknown name or a signal that cannot be
  * caught (KILL, STOP) or that the shim handles already (TERM). */
-int shim_parse_signal(const char *text, int *signo);
+int shim_parse_signal (const char *text, int *signo);
 
 /* An integer fact as Slurm's PMIx gives it (uint16, uint32, int, ...), as a non-negative
  * int; -1 when v is not an integer type or out of range. */
-int shim_value_int(const pmix_value_t *v, int *out);
+int shim_value_int (const pmix_value_t *v, int *out);
 
 #endif

@@ -15,238 +15,236 @@
 
 #include "shim/dtshim.h"
 
-static int setup(void **state)
+static int setup (void **state)
 {
-	unsetenv("PMIX_NAMESPACE");
-	unsetenv("SLURM_STEP_NUM_TASKS");
-	unsetenv("DTSHIM_TIMEOUT");
-	unsetenv("DTSHIM_PREEMPT_SIGNAL");
-	unsetenv("DIST_TRAIN_WATCHDOG");
-	return 0;
+    unsetenv ("PMIX_NAMESPACE");
+    unsetenv ("SLURM_STEP_NUM_TASKS");
+    unsetenv ("DTSHIM_TIMEOUT");
+    unsetenv ("DTSHIM_PREEMPT_SIGNAL");
+    unsetenv ("DIST_TRAIN_WATCHDOG");
+    return 0;
 }
 
-static int teardown(void **state)
+static int teardown (void **state)
 {
-	dtshim_finalize();
-	return setup(state);
+    dtshim_finalize ();
+    return setup (state);
 }
 
-static void watchdog_settings(void **state)
+static void watchdog_settings (void **state)
 {
-	assert_int_equal(dtshim_progress(), DTSHIM_ERR_NOT_INITIALIZED);
-	setenv("DIST_TRAIN_WATCHDOG", "ten", 1);
-	assert_int_equal(dtshim_init(), DTSHIM_ERR_INVALID);
-	assert_non_null(strstr(dtshim_last_error(), "DIST_TRAIN_WATCHDOG=ten"));
-	setenv("DIST_TRAIN_WATCHDOG", "-1", 1);
-	assert_int_equal(dtshim_init(), DTSHIM_ERR_INVALID);
-	setenv("DIST_TRAIN_WATCHDOG", "0", 1);
-	assert_int_equal(dtshim_init(), DTSHIM_OK);
-	assert_true(dtshim_watchdog_limit() == 0);
-	assert_int_equal(dtshim_progress(), DTSHIM_OK);
-	assert_int_equal(dtshim_finalize(), DTSHIM_OK);
-	setenv("DIST_TRAIN_WATCHDOG", "600", 1);
-	assert_int_equal(dtshim_init(), DTSHIM_OK);
-	assert_true(dtshim_watchdog_limit() == 600);
-	/* finalize stops the thread at once, not after a period */
-	assert_int_equal(dtshim_finalize(), DTSHIM_OK);
+    assert_int_equal (dtshim_progress (), DTSHIM_ERR_NOT_INITIALIZED);
+    setenv ("DIST_TRAIN_WATCHDOG", "ten", 1);
+    assert_int_equal (dtshim_init (), DTSHIM_ERR_INVALID);
+    assert_non_null (strstr (dtshim_last_error (), "DIST_TRAIN_WATCHDOG=ten"));
+    setenv ("DIST_TRAIN_WATCHDOG", "-1", 1);
+    assert_int_equal (dtshim_init (), DTSHIM_ERR_INVALID);
+    setenv ("DIST_TRAIN_WATCHDOG", "0", 1);
+    assert_int_equal (dtshim_init (), DTSHIM_OK);
+    assert_true (dtshim_watchdog_limit () == 0);
+    assert_int_equal (dtshim_progress (), DTSHIM_OK);
+    assert_int_equal (dtshim_finalize (), DTSHIM_OK);
+    setenv ("DIST_TRAIN_WATCHDOG", "600", 1);
+    assert_int_equal (dtshim_init (), DTSHIM_OK);
+    assert_true (dtshim_watchdog_limit () == 600);
+    /* finalize stops the thread at once, not after a period */
+    assert_int_equal (dtshim_finalize (), DTSHIM_OK);
 }
 
 /* In a child: a 0.4 s watchdog, with progress every 0.1 s for `busy` seconds, then none. */
-static int run_watched(double busy, double idle)
+static int run_watched (double busy, double idle)
 {
-	pid_t pid = fork();
-	int status;
+    pid_t pid = fork ();
+    int status;
 
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		struct timespec tick = { 0, 100000000 };
-		double t;
-		setenv("DIST_TRAIN_WATCHDOG", "0.4", 1);
-		if (dtshim_init() != DTSHIM_OK)
-			_exit(3);
-		for (t = 0; t < busy; t += 0.1) {
-			dtshim_progress();
-			nanosleep(&tick, NULL);
-		}
-		for (t = 0; t < idle; t += 0.1)
-			nanosleep(&tick, NULL);
-		dtshim_finalize();
-		_exit(0);
-	}
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status));
-	return WEXITSTATUS(status);
+    assert_true (pid >= 0);
+    if (pid == 0) {
+        struct timespec tick = {0, 100000000};
+        double t;
+        setenv ("DIST_TRAIN_WATCHDOG", "0.4", 1);
+        if (dtshim_init () != DTSHIM_OK)
+            _exit (3);
+        for (t = 0; t < busy; t += 0.1) {
+            dtshim_progress ();
+            nanosleep (&tick, NULL);
+        }
+        for (t = 0; t < idle; t += 0.1)
+            nanosleep (&tick, NULL);
+        dtshim_finalize ();
+        _exit (0);
+    }
+    assert_int_equal (waitpid (pid, &status, 0), pid);
+    assert_true (WIFEXITED (status));
+    return WEXITSTATUS (status);
 }
 
-static void watchdog_fires_without_progress(void **state)
+static void watchdog_fires_without_progress (void **state)
 {
-	/* progress keeps it quiet well past the limit */
-	assert_int_equal(run_watched(1.5, 0), 0);
-	/* then 3 s without: it ends the process with 124 (like timeout(1)) */
-	assert_int_equal(run_watched(0.5, 3), 124);
+    /* progress keeps it quiet well past the limit */
+    assert_int_equal (run_watched (1.5, 0), 0);
+    /* then 3 s without: it ends the process with 124 (like timeout(1)) */
+    assert_int_equal (run_watched (0.5, 3), 124);
 }
 
-static void facts_before_init_are_minus_one(void **state)
+static void facts_before_init_are_minus_one (void **state)
 {
-	assert_int_equal(dtshim_rank(), -1);
-	assert_int_equal(dtshim_size(), -1);
-	assert_null(dtshim_chief_host());
-	assert_int_equal(dtshim_barrier(), DTSHIM_ERR_NOT_INITIALIZED);
-	assert_int_equal(dtshim_should_preempt(), DTSHIM_ERR_NOT_INITIALIZED);
+    assert_int_equal (dtshim_rank (), -1);
+    assert_int_equal (dtshim_size (), -1);
+    assert_null (dtshim_chief_host ());
+    assert_int_equal (dtshim_barrier (), DTSHIM_ERR_NOT_INITIALIZED);
+    assert_int_equal (dtshim_should_preempt (), DTSHIM_ERR_NOT_INITIALIZED);
 }
 
-static void world_of_one(void **state)
+static void world_of_one (void **state)
 {
-	char addr[64];
+    char addr[64];
 
-	assert_int_equal(dtshim_init(), DTSHIM_OK);
-	assert_int_equal(dtshim_init(), DTSHIM_OK);
-	assert_int_equal(dtshim_has_pmix(), 0);
-	assert_int_equal(dtshim_rank(), 0);
-	assert_int_equal(dtshim_size(), 1);
-	assert_int_equal(dtshim_node_count(), 1);
-	assert_int_equal(dtshim_chief_addr(addr, sizeof(addr)), DTSHIM_OK);
-	assert_int_equal(dtshim_chief_addr(addr, 2), DTSHIM_ERR_INVALID);
-	assert_int_equal(dtshim_barrier(), DTSHIM_OK);
+    assert_int_equal (dtshim_init (), DTSHIM_OK);
+    assert_int_equal (dtshim_init (), DTSHIM_OK);
+    assert_int_equal (dtshim_has_pmix (), 0);
+    assert_int_equal (dtshim_rank (), 0);
+    assert_int_equal (dtshim_size (), 1);
+    assert_int_equal (dtshim_node_count (), 1);
+    assert_int_equal (dtshim_chief_addr (addr, sizeof (addr)), DTSHIM_OK);
+    assert_int_equal (dtshim_chief_addr (addr, 2), DTSHIM_ERR_INVALID);
+    assert_int_equal (dtshim_barrier (), DTSHIM_OK);
 }
 
-static void several_tasks_without_pmix_is_an_error(void **state)
+static void several_tasks_without_pmix_is_an_error (void **state)
 {
-	setenv("SLURM_STEP_NUM_TASKS", "4", 1);
-	assert_int_equal(dtshim_init(), DTSHIM_ERR_NO_PMIX);
-	assert_non_null(strstr(dtshim_strerror(DTSHIM_ERR_NO_PMIX), "srun --mpi=pmix"));
-	assert_non_null(strstr(dtshim_strerror(DTSHIM_ERR_NO_PMIX), "MpiDefault=pmix"));
-	assert_non_null(strstr(dtshim_last_error(), "4 tasks"));
-	setenv("SLURM_STEP_NUM_TASKS", "1", 1);
-	assert_int_equal(dtshim_init(), DTSHIM_OK);
+    setenv ("SLURM_STEP_NUM_TASKS", "4", 1);
+    assert_int_equal (dtshim_init (), DTSHIM_ERR_NO_PMIX);
+    assert_non_null (strstr (dtshim_strerror (DTSHIM_ERR_NO_PMIX), "srun --mpi=pmix"));
+    assert_non_null (strstr (dtshim_strerror (DTSHIM_ERR_NO_PMIX), "MpiDefault=pmix"));
+    assert_non_null (strstr (dtshim_last_error (), "4 tasks"));
+    setenv ("SLURM_STEP_NUM_TASKS", "1", 1);
+    assert_int_equal (dtshim_init (), DTSHIM_OK);
 }
 
-static void bad_settings_are_errors(void **state)
+static void bad_settings_are_errors (void **state)
 {
-	setenv("DTSHIM_TIMEOUT", "soon", 1);
-	assert_int_equal(dtshim_init(), DTSHIM_ERR_INVALID);
-	assert_non_null(strstr(dtshim_last_error(), "DTSHIM_TIMEOUT=soon"));
-	setenv("DTSHIM_TIMEOUT", "2.5", 1);
-	setenv("DTSHIM_PREEMPT_SIGNAL", "KILL", 1);
-	assert_int_equal(dtshim_init(), DTSHIM_ERR_SIGNAL);
-	setenv("DTSHIM_PREEMPT_SIGNAL", "USR1", 1);
-	assert_int_equal(dtshim_init(), DTSHIM_OK);
-	assert_true(dtshim_get_timeout() == 2.5);
-	assert_int_equal(dtshim_set_timeout(-1), DTSHIM_ERR_INVALID);
+    setenv ("DTSHIM_TIMEOUT", "soon", 1);
+    assert_int_equal (dtshim_init (), DTSHIM_ERR_INVALID);
+    assert_non_null (strstr (dtshim_last_error (), "DTSHIM_TIMEOUT=soon"));
+    setenv ("DTSHIM_TIMEOUT", "2.5", 1);
+    setenv ("DTSHIM_PREEMPT_SIGNAL", "KILL", 1);
+    assert_int_equal (dtshim_init (), DTSHIM_ERR_SIGNAL);
+    setenv ("DTSHIM_PREEMPT_SIGNAL", "USR1", 1);
+    assert_int_equal (dtshim_init (), DTSHIM_OK);
+    assert_true (dtshim_get_timeout () == 2.5);
+    assert_int_equal (dtshim_set_timeout (-1), DTSHIM_ERR_INVALID);
 }
 
-static void collectives_copy_in_a_world_of_one(void **state)
+static void collectives_copy_in_a_world_of_one (void **state)
 {
-	uint8_t in[5] = { 1, 2, 3, 4, 5 }, out[5] = { 0 };
-	size_t sizes[1] = { 99 }, n = 0;
-	void *v = NULL;
+    uint8_t in[5] = {1, 2, 3, 4, 5}, out[5] = {0};
+    size_t sizes[1] = {99}, n = 0;
+    void *v = NULL;
 
-	assert_int_equal(dtshim_init(), DTSHIM_OK);
-	assert_int_equal(dtshim_broadcast(in, sizeof(in), 0), DTSHIM_OK);
-	assert_int_equal(dtshim_broadcast(in, sizeof(in), 1), DTSHIM_ERR_INVALID);
-	assert_int_equal(dtshim_broadcast(NULL, 3, 0), DTSHIM_ERR_INVALID);
-	assert_int_equal(dtshim_allgather(in, sizeof(in), out), DTSHIM_OK);
-	assert_memory_equal(in, out, sizeof(in));
-	memset(out, 0, sizeof(out));
-	assert_int_equal(dtshim_gather(in, sizeof(in), out, 0), DTSHIM_OK);
-	assert_memory_equal(in, out, sizeof(in));
-	assert_int_equal(dtshim_allgatherv(in, 3, &v, sizes), DTSHIM_OK);
-	assert_int_equal(sizes[0], 3);
-	assert_memory_equal(v, in, 3);
-	dtshim_free(v);
-	assert_int_equal(dtshim_gatherv(in, 0, &v, sizes, 0), DTSHIM_OK);
-	assert_int_equal(sizes[0], 0);
-	dtshim_free(v);
-	assert_int_equal(dtshim_broadcastv(in, 4, &v, &n, 0), DTSHIM_OK);
-	assert_int_equal(n, 4);
-	assert_memory_equal(v, in, 4);
-	dtshim_free(v);
-	assert_int_equal(dtshim_allgather(NULL, 0, NULL), DTSHIM_OK);
-	assert_int_equal(dtshim_share_unique_id(in, sizeof(in), 1), DTSHIM_OK);
-	assert_int_equal(dtshim_share_unique_id(in, sizeof(in), 0), DTSHIM_ERR_NO_ID);
+    assert_int_equal (dtshim_init (), DTSHIM_OK);
+    assert_int_equal (dtshim_broadcast (in, sizeof (in), 0), DTSHIM_OK);
+    assert_int_equal (dtshim_broadcast (in, sizeof (in), 1), DTSHIM_ERR_INVALID);
+    assert_int_equal (dtshim_broadcast (NULL, 3, 0), DTSHIM_ERR_INVALID);
+    assert_int_equal (dtshim_allgather (in, sizeof (in), out), DTSHIM_OK);
+    assert_memory_equal (in, out, sizeof (in));
+    memset (out, 0, sizeof (out));
+    assert_int_equal (dtshim_gather (in, sizeof (in), out, 0), DTSHIM_OK);
+    assert_memory_equal (in, out, sizeof (in));
+    assert_int_equal (dtshim_allgatherv (in, 3, &v, sizes), DTSHIM_OK);
+    assert_int_equal (sizes[0], 3);
+    assert_memory_equal (v, in, 3);
+    dtshim_free (v);
+    assert_int_equal (dtshim_gatherv (in, 0, &v, sizes, 0), DTSHIM_OK);
+    assert_int_equal (sizes[0], 0);
+    dtshim_free (v);
+    assert_int_equal (dtshim_broadcastv (in, 4, &v, &n, 0), DTSHIM_OK);
+    assert_int_equal (n, 4);
+    assert_memory_equal (v, in, 4);
+    dtshim_free (v);
+    assert_int_equal (dtshim_allgather (NULL, 0, NULL), DTSHIM_OK);
+    assert_int_equal (dtshim_share_unique_id (in, sizeof (in), 1), DTSHIM_OK);
+    assert_int_equal (dtshim_share_unique_id (in, sizeof (in), 0), DTSHIM_ERR_NO_ID);
 }
 
 static volatile sig_atomic_t program_saw;
 
-static void program_handler(int sig)
+static void program_handler (int sig)
 {
-	program_saw = sig;
+    program_saw = sig;
 }
 
-static void preemption_signal_is_recorded_and_chained(void **state)
+static void preemption_signal_is_recorded_and_chained (void **state)
 {
-	struct sigaction sa, now;
+    struct sigaction sa, now;
 
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = program_handler;
-	sigaction(SIGUSR2, &sa, NULL);
-	program_saw = 0;
-	assert_int_equal(dtshim_init(), DTSHIM_OK);
-	assert_int_equal(dtshim_preempt_requested(), 0);
-	assert_int_equal(dtshim_should_preempt(), 0);
-	raise(SIGUSR2);
-	assert_int_equal(dtshim_preempt_requested(), 1);
-	assert_int_equal(program_saw, SIGUSR2);
-	assert_int_equal(dtshim_should_preempt(), 1);
-	assert_int_equal(dtshim_should_preempt(), 1); /* it stays */
-	assert_int_equal(dtshim_finalize(), DTSHIM_OK);
-	/* finalize gives the program its handler back */
-	sigaction(SIGUSR2, NULL, &now);
-	assert_ptr_equal(now.sa_handler, program_handler);
-	signal(SIGUSR2, SIG_DFL);
+    memset (&sa, 0, sizeof (sa));
+    sa.sa_handler = program_handler;
+    sigaction (SIGUSR2, &sa, NULL);
+    program_saw = 0;
+    assert_int_equal (dtshim_init (), DTSHIM_OK);
+    assert_int_equal (dtshim_preempt_requested (), 0);
+    assert_int_equal (dtshim_should_preempt (), 0);
+    raise (SIGUSR2);
+    assert_int_equal (dtshim_preempt_requested (), 1);
+    assert_int_equal (program_saw, SIGUSR2);
+    assert_int_equal (dtshim_should_preempt (), 1);
+    assert_int_equal (dtshim_should_preempt (), 1); /* it stays */
+    assert_int_equal (dtshim_finalize (), DTSHIM_OK);
+    /* finalize gives the program its handler back */
+    sigaction (SIGUSR2, NULL, &now);
+    assert_ptr_equal (now.sa_handler, program_handler);
+    signal (SIGUSR2, SIG_DFL);
 }
 
-static void first_sigterm_is_recorded_only(void **state)
+static void first_sigterm_is_recorded_only (void **state)
 {
-	assert_int_equal(dtshim_init(), DTSHIM_OK);
-	raise(SIGTERM); /* with SIG_DFL before init, a second one would end this test */
-	assert_int_equal(dtshim_preempt_requested(), 1);
-	assert_int_equal(dtshim_should_preempt(), 1);
+    assert_int_equal (dtshim_init (), DTSHIM_OK);
+    raise (SIGTERM); /* with SIG_DFL before init, a second one would end this test */
+    assert_int_equal (dtshim_preempt_requested (), 1);
+    assert_int_equal (dtshim_should_preempt (), 1);
 }
 
-static void preempt_signal_can_change(void **state)
+static void preempt_signal_can_change (void **state)
 {
-	assert_int_equal(dtshim_init(), DTSHIM_OK);
-	assert_int_equal(dtshim_set_preempt_signal(SIGTERM), DTSHIM_ERR_INVALID);
-	assert_int_equal(dtshim_set_preempt_signal(SIGUSR1), DTSHIM_OK);
-	raise(SIGUSR1);
-	assert_int_equal(dtshim_should_preempt(), 1);
-	assert_int_equal(dtshim_set_preempt_signal(0), DTSHIM_OK);
+    assert_int_equal (dtshim_init (), DTSHIM_OK);
+    assert_int_equal (dtshim_set_preempt_signal (SIGTERM), DTSHIM_ERR_INVALID);
+    assert_int_equal (dtshim_set_preempt_signal (SIGUSR1), DTSHIM_OK);
+    raise (SIGUSR1);
+    assert_int_equal (dtshim_should_preempt (), 1);
+    assert_int_equal (dtshim_set_preempt_signal (0), DTSHIM_OK);
 }
 
-static void request_preempt_by_hand(void **state)
+static void request_preempt_by_hand (void **state)
 {
-	assert_int_equal(dtshim_init(), DTSHIM_OK);
-	assert_int_equal(dtshim_should_preempt(), 0);
-	dtshim_request_preempt();
-	assert_int_equal(dtshim_should_preempt(), 1);
+    assert_int_equal (dtshim_init (), DTSHIM_OK);
+    assert_int_equal (dtshim_should_preempt (), 0);
+    dtshim_request_preempt ();
+    assert_int_equal (dtshim_should_preempt (), 1);
 }
 
-static void every_status_has_a_message(void **state)
+static void every_status_has_a_message (void **state)
 {
-	for (int rc = DTSHIM_OK; rc >= DTSHIM_ERR_NOT_BUILT; rc--)
-		assert_string_not_equal(dtshim_strerror(rc), "unknown dtshim status");
-	assert_string_equal(dtshim_strerror(-100), "unknown dtshim status");
+    for (int rc = DTSHIM_OK; rc >= DTSHIM_ERR_NOT_BUILT; rc--)
+        assert_string_not_equal (dtshim_strerror (rc), "unknown dtshim status");
+    assert_string_equal (dtshim_strerror (-100), "unknown dtshim status");
 }
 
-int main(void)
+int main (void)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(facts_before_init_are_minus_one, setup, teardown),
-		cmocka_unit_test_setup_teardown(world_of_one, setup, teardown),
-		cmocka_unit_test_setup_teardown(several_tasks_without_pmix_is_an_error, setup,
-		                                teardown),
-		cmocka_unit_test_setup_teardown(bad_settings_are_errors, setup, teardown),
-		cmocka_unit_test_setup_teardown(collectives_copy_in_a_world_of_one, setup,
-		                                teardown),
-		cmocka_unit_test_setup_teardown(preemption_signal_is_recorded_and_chained, setup,
-		                                teardown),
-		cmocka_unit_test_setup_teardown(first_sigterm_is_recorded_only, setup, teardown),
-		cmocka_unit_test_setup_teardown(preempt_signal_can_change, setup, teardown),
-		cmocka_unit_test_setup_teardown(request_preempt_by_hand, setup, teardown),
-		cmocka_unit_test(every_status_has_a_message),
-		cmocka_unit_test_setup_teardown(watchdog_settings, setup, teardown),
-		cmocka_unit_test_setup_teardown(watchdog_fires_without_progress, setup, teardown),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown (facts_before_init_are_minus_one, setup, teardown),
+        cmocka_unit_test_setup_teardown (world_of_one, setup, teardown),
+        cmocka_unit_test_setup_teardown (several_tasks_without_pmix_is_an_error, setup, teardown),
+        cmocka_unit_test_setup_teardown (bad_settings_are_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown (collectives_copy_in_a_world_of_one, setup, teardown),
+        cmocka_unit_test_setup_teardown (preemption_signal_is_recorded_and_chained, setup,
+                                         teardown),
+        cmocka_unit_test_setup_teardown (first_sigterm_is_recorded_only, setup, teardown),
+        cmocka_unit_test_setup_teardown (preempt_signal_can_change, setup, teardown),
+        cmocka_unit_test_setup_teardown (request_preempt_by_hand, setup, teardown),
+        cmocka_unit_test (every_status_has_a_message),
+        cmocka_unit_test_setup_teardown (watchdog_settings, setup, teardown),
+        cmocka_unit_test_setup_teardown (watchdog_fires_without_progress, setup, teardown),
+    };
+    return cmocka_run_group_tests (tests, NULL, NULL);
 }

@@ -11,206 +11,206 @@
 #include "shim/dtshim.h"
 #include "shim/wire.h"
 
-static void keys_are_numbered(void **state)
+static void keys_are_numbered (void **state)
 {
-	char key[PMIX_MAX_KEYLEN + 1], tiny[8];
+    char key[PMIX_MAX_KEYLEN + 1], tiny[8];
 
-	assert_int_equal(shim_key(key, sizeof(key), 0, 0), DTSHIM_OK);
-	assert_string_equal(key, "dtshim.0");
-	assert_int_equal(shim_key(key, sizeof(key), 41, 3), DTSHIM_OK);
-	assert_string_equal(key, "dtshim.41.3");
-	assert_int_equal(shim_key(key, sizeof(key), 18446744073709551615ULL, 4), DTSHIM_OK);
-	assert_string_equal(key, "dtshim.18446744073709551615.4");
-	assert_true(strlen(key) <= PMIX_MAX_KEYLEN);
-	assert_int_equal(shim_key(tiny, sizeof(tiny), 12, 0), DTSHIM_ERR_INVALID);
+    assert_int_equal (shim_key (key, sizeof (key), 0, 0), DTSHIM_OK);
+    assert_string_equal (key, "dtshim.0");
+    assert_int_equal (shim_key (key, sizeof (key), 41, 3), DTSHIM_OK);
+    assert_string_equal (key, "dtshim.41.3");
+    assert_int_equal (shim_key (key, sizeof (key), 18446744073709551615ULL, 4), DTSHIM_OK);
+    assert_string_equal (key, "dtshim.18446744073709551615.4");
+    assert_true (strlen (key) <= PMIX_MAX_KEYLEN);
+    assert_int_equal (shim_key (tiny, sizeof (tiny), 12, 0), DTSHIM_ERR_INVALID);
 }
 
-static void chunks_cover_the_frame(void **state)
+static void chunks_cover_the_frame (void **state)
 {
-	assert_int_equal(shim_chunk_count(SHIM_FRAME_HEADER), 1);
-	assert_int_equal(shim_chunk_len(SHIM_FRAME_HEADER, 0), SHIM_FRAME_HEADER);
-	assert_int_equal(shim_chunk_count(SHIM_CHUNK), 1);
-	assert_int_equal(shim_chunk_count(SHIM_CHUNK + 1), 2);
-	assert_int_equal(shim_chunk_len(SHIM_CHUNK + 1, 0), SHIM_CHUNK);
-	assert_int_equal(shim_chunk_len(SHIM_CHUNK + 1, 1), 1);
-	assert_int_equal(shim_chunk_len(SHIM_CHUNK + 1, 2), 0);
-	/* 4 MiB of payload: four full chunks and the header's 16 bytes in a fifth. */
-	assert_int_equal(shim_chunk_count(SHIM_FRAME_HEADER + 4 * SHIM_CHUNK), 5);
-	assert_int_equal(shim_chunk_len(SHIM_FRAME_HEADER + 4 * SHIM_CHUNK, 4), SHIM_FRAME_HEADER);
+    assert_int_equal (shim_chunk_count (SHIM_FRAME_HEADER), 1);
+    assert_int_equal (shim_chunk_len (SHIM_FRAME_HEADER, 0), SHIM_FRAME_HEADER);
+    assert_int_equal (shim_chunk_count (SHIM_CHUNK), 1);
+    assert_int_equal (shim_chunk_count (SHIM_CHUNK + 1), 2);
+    assert_int_equal (shim_chunk_len (SHIM_CHUNK + 1, 0), SHIM_CHUNK);
+    assert_int_equal (shim_chunk_len (SHIM_CHUNK + 1, 1), 1);
+    assert_int_equal (shim_chunk_len (SHIM_CHUNK + 1, 2), 0);
+    /* 4 MiB of payload: four full chunks and the header's 16 bytes in a fifth. */
+    assert_int_equal (shim_chunk_count (SHIM_FRAME_HEADER + 4 * SHIM_CHUNK), 5);
+    assert_int_equal (shim_chunk_len (SHIM_FRAME_HEADER + 4 * SHIM_CHUNK, 4), SHIM_FRAME_HEADER);
 }
 
-static void frame_round_trip(void **state)
+static void frame_round_trip (void **state)
 {
-	uint8_t frame[SHIM_FRAME_HEADER + 5];
-	uint64_t size;
+    uint8_t frame[SHIM_FRAME_HEADER + 5];
+    uint64_t size;
 
-	shim_frame_header(frame, SHIM_OP_ALLGATHER, 7, 5);
-	memcpy(frame + SHIM_FRAME_HEADER, "hello", 5);
-	assert_int_equal(shim_frame_parse(frame, sizeof(frame), SHIM_OP_ALLGATHER, 7, &size),
-	                 DTSHIM_OK);
-	assert_int_equal(size, 5);
+    shim_frame_header (frame, SHIM_OP_ALLGATHER, 7, 5);
+    memcpy (frame + SHIM_FRAME_HEADER, "hello", 5);
+    assert_int_equal (shim_frame_parse (frame, sizeof (frame), SHIM_OP_ALLGATHER, 7, &size),
+                      DTSHIM_OK);
+    assert_int_equal (size, 5);
 }
 
-static void frame_of_zero_bytes(void **state)
+static void frame_of_zero_bytes (void **state)
 {
-	uint8_t frame[SHIM_FRAME_HEADER];
-	uint64_t size = 99;
+    uint8_t frame[SHIM_FRAME_HEADER];
+    uint64_t size = 99;
 
-	shim_frame_header(frame, SHIM_OP_BROADCAST, 7, 0);
-	assert_int_equal(shim_frame_parse(frame, sizeof(frame), SHIM_OP_BROADCAST, 7, &size),
-	                 DTSHIM_OK);
-	assert_int_equal(size, 0);
+    shim_frame_header (frame, SHIM_OP_BROADCAST, 7, 0);
+    assert_int_equal (shim_frame_parse (frame, sizeof (frame), SHIM_OP_BROADCAST, 7, &size),
+                      DTSHIM_OK);
+    assert_int_equal (size, 0);
 }
 
-static void first_chunk_of_a_large_frame(void **state)
+static void first_chunk_of_a_large_frame (void **state)
 {
-	static uint8_t chunk[SHIM_CHUNK];
-	uint64_t size = 0;
+    static uint8_t chunk[SHIM_CHUNK];
+    uint64_t size = 0;
 
-	shim_frame_header(chunk, SHIM_OP_GATHERV, 7, 4 << 20);
-	assert_int_equal(shim_frame_parse(chunk, sizeof(chunk), SHIM_OP_GATHERV, 7, &size),
-	                 DTSHIM_OK);
-	assert_int_equal(size, 4 << 20);
-	/* A first chunk shorter than SHIM_CHUNK cannot start a frame that needs more. */
-	assert_int_equal(shim_frame_parse(chunk, sizeof(chunk) - 1, SHIM_OP_GATHERV, 7, &size),
-	                 DTSHIM_ERR_PMIX);
+    shim_frame_header (chunk, SHIM_OP_GATHERV, 7, 4 << 20);
+    assert_int_equal (shim_frame_parse (chunk, sizeof (chunk), SHIM_OP_GATHERV, 7, &size),
+                      DTSHIM_OK);
+    assert_int_equal (size, 4 << 20);
+    /* A first chunk shorter than SHIM_CHUNK cannot start a frame that needs more. */
+    assert_int_equal (shim_frame_parse (chunk, sizeof (chunk) - 1, SHIM_OP_GATHERV, 7, &size),
+                      DTSHIM_ERR_PMIX);
 }
 
-static void frame_size_is_little_endian(void **state)
+static void frame_size_is_little_endian (void **state)
 {
-	uint8_t frame[SHIM_FRAME_HEADER];
+    uint8_t frame[SHIM_FRAME_HEADER];
 
-	shim_frame_header(frame, SHIM_OP_GATHER, 0x0a0b, 0x0102030405ULL);
-	assert_int_equal(frame[8], 0x05);
-	assert_int_equal(frame[12], 0x01);
-	assert_int_equal(frame[15], 0x00);
-	assert_int_equal(frame[16], 0x0b);
-	assert_int_equal(frame[17], 0x0a);
+    shim_frame_header (frame, SHIM_OP_GATHER, 0x0a0b, 0x0102030405ULL);
+    assert_int_equal (frame[8], 0x05);
+    assert_int_equal (frame[12], 0x01);
+    assert_int_equal (frame[15], 0x00);
+    assert_int_equal (frame[16], 0x0b);
+    assert_int_equal (frame[17], 0x0a);
 }
 
-static void frame_of_another_collective_is_a_mismatch(void **state)
+static void frame_of_another_collective_is_a_mismatch (void **state)
 {
-	uint8_t frame[SHIM_FRAME_HEADER + 1] = { 0 };
-	uint64_t size;
+    uint8_t frame[SHIM_FRAME_HEADER + 1] = {0};
+    uint64_t size;
 
-	shim_frame_header(frame, SHIM_OP_BROADCAST, 7, 1);
-	assert_int_equal(shim_frame_parse(frame, sizeof(frame), SHIM_OP_ALLGATHER, 7, &size),
-	                 DTSHIM_ERR_MISMATCH);
+    shim_frame_header (frame, SHIM_OP_BROADCAST, 7, 1);
+    assert_int_equal (shim_frame_parse (frame, sizeof (frame), SHIM_OP_ALLGATHER, 7, &size),
+                      DTSHIM_ERR_MISMATCH);
 }
 
-static void frame_of_an_earlier_call_is_a_mismatch(void **state)
+static void frame_of_an_earlier_call_is_a_mismatch (void **state)
 {
-	uint8_t frame[SHIM_FRAME_HEADER + 1] = { 0 };
-	uint64_t size;
+    uint8_t frame[SHIM_FRAME_HEADER + 1] = {0};
+    uint64_t size;
 
-	shim_frame_header(frame, SHIM_OP_PREEMPT, 6, 1);
-	assert_int_equal(shim_frame_parse(frame, sizeof(frame), SHIM_OP_PREEMPT, 7, &size),
-	                 DTSHIM_ERR_MISMATCH);
-	shim_frame_header(frame, SHIM_OP_PREEMPT, 1ULL << 40, 1);
-	assert_int_equal(shim_frame_parse(frame, sizeof(frame), SHIM_OP_PREEMPT, 1ULL << 40, &size),
-	                 DTSHIM_OK);
+    shim_frame_header (frame, SHIM_OP_PREEMPT, 6, 1);
+    assert_int_equal (shim_frame_parse (frame, sizeof (frame), SHIM_OP_PREEMPT, 7, &size),
+                      DTSHIM_ERR_MISMATCH);
+    shim_frame_header (frame, SHIM_OP_PREEMPT, 1ULL << 40, 1);
+    assert_int_equal (shim_frame_parse (frame, sizeof (frame), SHIM_OP_PREEMPT, 1ULL << 40, &size),
+                      DTSHIM_OK);
 }
 
-static void frame_truncated_or_foreign_is_rejected(void **state)
+static void frame_truncated_or_foreign_is_rejected (void **state)
 {
-	uint8_t frame[SHIM_FRAME_HEADER + 8];
-	uint64_t size;
+    uint8_t frame[SHIM_FRAME_HEADER + 8];
+    uint64_t size;
 
-	shim_frame_header(frame, SHIM_OP_ALLGATHERV, 7, 8);
-	assert_int_equal(shim_frame_parse(frame, sizeof(frame) - 1, SHIM_OP_ALLGATHERV, 7, &size),
-	                 DTSHIM_ERR_PMIX);
-	assert_int_equal(shim_frame_parse(frame, 4, SHIM_OP_ALLGATHERV, 7, &size), DTSHIM_ERR_PMIX);
-	assert_int_equal(shim_frame_parse(NULL, 0, SHIM_OP_ALLGATHERV, 7, &size), DTSHIM_ERR_PMIX);
-	shim_frame_header(frame, SHIM_OP_ALLGATHERV, 7, UINT64_MAX);
-	assert_int_equal(shim_frame_parse(frame, sizeof(frame), SHIM_OP_ALLGATHERV, 7, &size),
-	                 DTSHIM_ERR_PMIX);
-	shim_frame_header(frame, SHIM_OP_ALLGATHERV, 7, 8);
-	frame[0] = 'X';
-	assert_int_equal(shim_frame_parse(frame, sizeof(frame), SHIM_OP_ALLGATHERV, 7, &size),
-	                 DTSHIM_ERR_PMIX);
+    shim_frame_header (frame, SHIM_OP_ALLGATHERV, 7, 8);
+    assert_int_equal (shim_frame_parse (frame, sizeof (frame) - 1, SHIM_OP_ALLGATHERV, 7, &size),
+                      DTSHIM_ERR_PMIX);
+    assert_int_equal (shim_frame_parse (frame, 4, SHIM_OP_ALLGATHERV, 7, &size), DTSHIM_ERR_PMIX);
+    assert_int_equal (shim_frame_parse (NULL, 0, SHIM_OP_ALLGATHERV, 7, &size), DTSHIM_ERR_PMIX);
+    shim_frame_header (frame, SHIM_OP_ALLGATHERV, 7, UINT64_MAX);
+    assert_int_equal (shim_frame_parse (frame, sizeof (frame), SHIM_OP_ALLGATHERV, 7, &size),
+                      DTSHIM_ERR_PMIX);
+    shim_frame_header (frame, SHIM_OP_ALLGATHERV, 7, 8);
+    frame[0] = 'X';
+    assert_int_equal (shim_frame_parse (frame, sizeof (frame), SHIM_OP_ALLGATHERV, 7, &size),
+                      DTSHIM_ERR_PMIX);
 }
 
-static void timeout_parsing(void **state)
+static void timeout_parsing (void **state)
 {
-	double s = -1;
+    double s = -1;
 
-	assert_int_equal(shim_parse_timeout("300", &s), 0);
-	assert_true(s == 300.0);
-	assert_int_equal(shim_parse_timeout("2.5", &s), 0);
-	assert_true(s == 2.5);
-	assert_int_equal(shim_parse_timeout("0", &s), 0);
-	assert_true(s == 0.0);
-	assert_int_equal(shim_parse_timeout("-1", &s), -1);
-	assert_int_equal(shim_parse_timeout("10s", &s), -1);
-	assert_int_equal(shim_parse_timeout("", &s), -1);
-	assert_int_equal(shim_parse_timeout("nan", &s), -1);
-	assert_int_equal(shim_parse_timeout("inf", &s), -1);
-	assert_int_equal(shim_parse_timeout(NULL, &s), -1);
+    assert_int_equal (shim_parse_timeout ("300", &s), 0);
+    assert_true (s == 300.0);
+    assert_int_equal (shim_parse_timeout ("2.5", &s), 0);
+    assert_true (s == 2.5);
+    assert_int_equal (shim_parse_timeout ("0", &s), 0);
+    assert_true (s == 0.0);
+    assert_int_equal (shim_parse_timeout ("-1", &s), -1);
+    assert_int_equal (shim_parse_timeout ("10s", &s), -1);
+    assert_int_equal (shim_parse_timeout ("", &s), -1);
+    assert_int_equal (shim_parse_timeout ("nan", &s), -1);
+    assert_int_equal (shim_parse_timeout ("inf", &s), -1);
+    assert_int_equal (shim_parse_timeout (NULL, &s), -1);
 }
 
-static void signal_parsing(void **state)
+static void signal_parsing (void **state)
 {
-	int signo = -1;
+    int signo = -1;
 
-	assert_int_equal(shim_parse_signal("USR2", &signo), 0);
-	assert_int_equal(signo, SIGUSR2);
-	assert_int_equal(shim_parse_signal("sigusr1", &signo), 0);
-	assert_int_equal(signo, SIGUSR1);
-	assert_int_equal(shim_parse_signal("10", &signo), 0);
-	assert_int_equal(signo, 10);
-	assert_int_equal(shim_parse_signal("none", &signo), 0);
-	assert_int_equal(signo, 0);
-	assert_int_equal(shim_parse_signal("KILL", &signo), -1);
-	assert_int_equal(shim_parse_signal("9", &signo), -1);
-	assert_int_equal(shim_parse_signal("15", &signo), -1);
-	assert_int_equal(shim_parse_signal("TERM", &signo), -1);
-	assert_int_equal(shim_parse_signal("12x", &signo), -1);
-	assert_int_equal(shim_parse_signal("", &signo), -1);
+    assert_int_equal (shim_parse_signal ("USR2", &signo), 0);
+    assert_int_equal (signo, SIGUSR2);
+    assert_int_equal (shim_parse_signal ("sigusr1", &signo), 0);
+    assert_int_equal (signo, SIGUSR1);
+    assert_int_equal (shim_parse_signal ("10", &signo), 0);
+    assert_int_equal (signo, 10);
+    assert_int_equal (shim_parse_signal ("none", &signo), 0);
+    assert_int_equal (signo, 0);
+    assert_int_equal (shim_parse_signal ("KILL", &signo), -1);
+    assert_int_equal (shim_parse_signal ("9", &signo), -1);
+    assert_int_equal (shim_parse_signal ("15", &signo), -1);
+    assert_int_equal (shim_parse_signal ("TERM", &signo), -1);
+    assert_int_equal (shim_parse_signal ("12x", &signo), -1);
+    assert_int_equal (shim_parse_signal ("", &signo), -1);
 }
 
-static void integer_facts_of_any_width(void **state)
+static void integer_facts_of_any_width (void **state)
 {
-	pmix_value_t v;
-	int n = -1;
+    pmix_value_t v;
+    int n = -1;
 
-	v.type = PMIX_UINT16;
-	v.data.uint16 = 3;
-	assert_int_equal(shim_value_int(&v, &n), 0);
-	assert_int_equal(n, 3);
-	/* Slurm registers PMIX_APPNUM as a signed int. */
-	v.type = PMIX_INT;
-	v.data.integer = 7;
-	assert_int_equal(shim_value_int(&v, &n), 0);
-	assert_int_equal(n, 7);
-	v.data.integer = -1;
-	assert_int_equal(shim_value_int(&v, &n), -1);
-	v.type = PMIX_UINT32;
-	v.data.uint32 = 4000000000U;
-	assert_int_equal(shim_value_int(&v, &n), -1);
-	v.type = PMIX_PROC_RANK;
-	v.data.rank = PMIX_RANK_WILDCARD;
-	assert_int_equal(shim_value_int(&v, &n), -1);
-	v.type = PMIX_STRING;
-	v.data.string = "5";
-	assert_int_equal(shim_value_int(&v, &n), -1);
-	assert_int_equal(shim_value_int(NULL, &n), -1);
+    v.type = PMIX_UINT16;
+    v.data.uint16 = 3;
+    assert_int_equal (shim_value_int (&v, &n), 0);
+    assert_int_equal (n, 3);
+    /* Slurm registers PMIX_APPNUM as a signed int. */
+    v.type = PMIX_INT;
+    v.data.integer = 7;
+    assert_int_equal (shim_value_int (&v, &n), 0);
+    assert_int_equal (n, 7);
+    v.data.integer = -1;
+    assert_int_equal (shim_value_int (&v, &n), -1);
+    v.type = PMIX_UINT32;
+    v.data.uint32 = 4000000000U;
+    assert_int_equal (shim_value_int (&v, &n), -1);
+    v.type = PMIX_PROC_RANK;
+    v.data.rank = PMIX_RANK_WILDCARD;
+    assert_int_equal (shim_value_int (&v, &n), -1);
+    v.type = PMIX_STRING;
+    v.data.string = "5";
+    assert_int_equal (shim_value_int (&v, &n), -1);
+    assert_int_equal (shim_value_int (NULL, &n), -1);
 }
 
-int main(void)
+int main (void)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(keys_are_numbered),
-		cmocka_unit_test(chunks_cover_the_frame),
-		cmocka_unit_test(frame_round_trip),
-		cmocka_unit_test(first_chunk_of_a_large_frame),
-		cmocka_unit_test(frame_of_zero_bytes),
-		cmocka_unit_test(frame_size_is_little_endian),
-		cmocka_unit_test(frame_of_another_collective_is_a_mismatch),
-		cmocka_unit_test(frame_of_an_earlier_call_is_a_mismatch),
-		cmocka_unit_test(frame_truncated_or_foreign_is_rejected),
-		cmocka_unit_test(timeout_parsing),
-		cmocka_unit_test(signal_parsing),
-		cmocka_unit_test(integer_facts_of_any_width),
-	};
-	return cmocka_run_group_tests(tests, NULL, NULL);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test (keys_are_numbered),
+        cmocka_unit_test (chunks_cover_the_frame),
+        cmocka_unit_test (frame_round_trip),
+        cmocka_unit_test (first_chunk_of_a_large_frame),
+        cmocka_unit_test (frame_of_zero_bytes),
+        cmocka_unit_test (frame_size_is_little_endian),
+        cmocka_unit_test (frame_of_another_collective_is_a_mismatch),
+        cmocka_unit_test (frame_of_an_earlier_call_is_a_mismatch),
+        cmocka_unit_test (frame_truncated_or_foreign_is_rejected),
+        cmocka_unit_test (timeout_parsing),
+        cmocka_unit_test (signal_parsing),
+        cmocka_unit_test (integer_facts_of_any_width),
+    };
+    return cmocka_run_group_tests (tests, NULL, NULL);
 }

@@ -20,323 +20,324 @@
 
 static int rank, size;
 
-static int check(int rv, const char *call)
+static int check (int rv, const char *call)
 {
-	if (rv < 0) {
-		printf("FAIL rank %d: %s: %s (%s)\n", rank, call, dtshim_strerror(rv),
-		       dtshim_last_error());
-		exit(1);
-	}
-	return rv;
+    if (rv < 0) {
+        printf ("FAIL rank %d: %s: %s (%s)\n", rank, call, dtshim_strerror (rv),
+                dtshim_last_error ());
+        exit (1);
+    }
+    return rv;
 }
 
-static double now_s(void)
+static double now_s (void)
 {
-	struct timespec ts;
+    struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+    clock_gettime (CLOCK_MONOTONIC, &ts);
+    return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
 }
 
 /* The byte at offset i of rank r's contribution to collective k. */
-static uint8_t pattern(int r, size_t i, unsigned k)
+static uint8_t pattern (int r, size_t i, unsigned k)
 {
-	return (uint8_t)(r * 31 + i * 7 + k * 13 + (i >> 8));
+    return (uint8_t) (r * 31 + i * 7 + k * 13 + (i >> 8));
 }
 
-static void fill(uint8_t *buf, size_t n, int r, unsigned k)
+static void fill (uint8_t *buf, size_t n, int r, unsigned k)
 {
-	for (size_t i = 0; i < n; i++)
-		buf[i] = pattern(r, i, k);
+    for (size_t i = 0; i < n; i++)
+        buf[i] = pattern (r, i, k);
 }
 
-static void expect(const uint8_t *buf, size_t n, int r, unsigned k, const char *what)
+static void expect (const uint8_t *buf, size_t n, int r, unsigned k, const char *what)
 {
-	for (size_t i = 0; i < n; i++) {
-		if (buf[i] != pattern(r, i, k)) {
-			printf("FAIL rank %d: %s of %zu bytes: byte %zu from rank %d is wrong\n", rank,
-			       what, n, i, r);
-			exit(1);
-		}
-	}
+    for (size_t i = 0; i < n; i++) {
+        if (buf[i] != pattern (r, i, k)) {
+            printf ("FAIL rank %d: %s of %zu bytes: byte %zu from rank %d is wrong\n", rank, what,
+                    n, i, r);
+            exit (1);
+        }
+    }
 }
 
-static int facts(void)
+static int facts (void)
 {
-	char addr[64] = "";
+    char addr[64] = "";
 
-	check(dtshim_chief_addr(addr, sizeof(addr)), "dtshim_chief_addr");
-	printf("rank=%d size=%d local_rank=%d local_size=%d node_rank=%d node_count=%d "
-	       "chief=%s addr=%s pmix=%d\n", rank, size, dtshim_local_rank(), dtshim_local_size(),
-	       dtshim_node_rank(), dtshim_node_count(), dtshim_chief_host(), addr,
-	       dtshim_has_pmix());
-	return 0;
+    check (dtshim_chief_addr (addr, sizeof (addr)), "dtshim_chief_addr");
+    printf ("rank=%d size=%d local_rank=%d local_size=%d node_rank=%d node_count=%d "
+            "chief=%s addr=%s pmix=%d\n",
+            rank, size, dtshim_local_rank (), dtshim_local_size (), dtshim_node_rank (),
+            dtshim_node_count (), dtshim_chief_host (), addr, dtshim_has_pmix ());
+    return 0;
 }
 
-static void one_size(size_t n, unsigned k)
+static void one_size (size_t n, unsigned k)
 {
-	uint8_t *mine = malloc(n + 1), *all = malloc(n * (size_t)size + 1), *got;
-	size_t *sizes = calloc((size_t)size, sizeof(*sizes)), off = 0, vn = 0;
-	void *vrecv;
+    uint8_t *mine = malloc (n + 1), *all = malloc (n * (size_t) size + 1), *got;
+    size_t *sizes = calloc ((size_t) size, sizeof (*sizes)), off = 0, vn = 0;
+    void *vrecv;
 
-	for (int root = 0; root < size; root++) {
-		fill(mine, n, rank == root ? root : 255, k);
-		check(dtshim_broadcast(mine, n, root), "dtshim_broadcast");
-		expect(mine, n, root, k, "broadcast");
+    for (int root = 0; root < size; root++) {
+        fill (mine, n, rank == root ? root : 255, k);
+        check (dtshim_broadcast (mine, n, root), "dtshim_broadcast");
+        expect (mine, n, root, k, "broadcast");
 
-		fill(mine, n, rank, k);
-		memset(all, 0, n * (size_t)size + 1);
-		check(dtshim_gather(mine, n, all, root), "dtshim_gather");
-		for (int r = 0; rank == root && r < size; r++)
-			expect(all + (size_t)r * n, n, r, k, "gather");
+        fill (mine, n, rank, k);
+        memset (all, 0, n * (size_t) size + 1);
+        check (dtshim_gather (mine, n, all, root), "dtshim_gather");
+        for (int r = 0; rank == root && r < size; r++)
+            expect (all + (size_t) r * n, n, r, k, "gather");
 
-		/* Variable sizes: rank r contributes n + r bytes (0 for the root when n is 0). */
-		vn = n == 0 && rank == root ? 0 : n + (size_t)rank;
-		got = malloc(vn + 1);
-		fill(got, vn, rank, k);
-		check(dtshim_gatherv(got, vn, &vrecv, sizes, root), "dtshim_gatherv");
-		free(got);
-		off = 0;
-		for (int r = 0; rank == root && r < size; r++) {
-			size_t want = n == 0 && r == root ? 0 : n + (size_t)r;
-			if (sizes[r] != want) {
-				printf("FAIL rank %d: gatherv size of rank %d: %zu, want %zu\n", rank, r,
-				       sizes[r], want);
-				exit(1);
-			}
-			expect((uint8_t *)vrecv + off, want, r, k, "gatherv");
-			off += want;
-		}
-		if (rank != root && vrecv != NULL) {
-			printf("FAIL rank %d: gatherv gave a buffer to a non-root\n", rank);
-			exit(1);
-		}
-		dtshim_free(vrecv);
+        /* Variable sizes: rank r contributes n + r bytes (0 for the root when n is 0). */
+        vn = n == 0 && rank == root ? 0 : n + (size_t) rank;
+        got = malloc (vn + 1);
+        fill (got, vn, rank, k);
+        check (dtshim_gatherv (got, vn, &vrecv, sizes, root), "dtshim_gatherv");
+        free (got);
+        off = 0;
+        for (int r = 0; rank == root && r < size; r++) {
+            size_t want = n == 0 && r == root ? 0 : n + (size_t) r;
+            if (sizes[r] != want) {
+                printf ("FAIL rank %d: gatherv size of rank %d: %zu, want %zu\n", rank, r, sizes[r],
+                        want);
+                exit (1);
+            }
+            expect ((uint8_t *) vrecv + off, want, r, k, "gatherv");
+            off += want;
+        }
+        if (rank != root && vrecv != NULL) {
+            printf ("FAIL rank %d: gatherv gave a buffer to a non-root\n", rank);
+            exit (1);
+        }
+        dtshim_free (vrecv);
 
-		fill(mine, n, rank == root ? root : 254, k);
-		check(dtshim_broadcastv(rank == root ? mine : NULL, rank == root ? n : 0, &vrecv, &vn,
-		                        root), "dtshim_broadcastv");
-		if (vn != n) {
-			printf("FAIL rank %d: broadcastv gave %zu bytes, want %zu\n", rank, vn, n);
-			exit(1);
-		}
-		expect(vrecv, n, root, k, "broadcastv");
-		dtshim_free(vrecv);
-	}
-	fill(mine, n, rank, k);
-	check(dtshim_allgather(mine, n, all), "dtshim_allgather");
-	for (int r = 0; r < size; r++)
-		expect(all + (size_t)r * n, n, r, k, "allgather");
+        fill (mine, n, rank == root ? root : 254, k);
+        check (
+            dtshim_broadcastv (rank == root ? mine : NULL, rank == root ? n : 0, &vrecv, &vn, root),
+            "dtshim_broadcastv");
+        if (vn != n) {
+            printf ("FAIL rank %d: broadcastv gave %zu bytes, want %zu\n", rank, vn, n);
+            exit (1);
+        }
+        expect (vrecv, n, root, k, "broadcastv");
+        dtshim_free (vrecv);
+    }
+    fill (mine, n, rank, k);
+    check (dtshim_allgather (mine, n, all), "dtshim_allgather");
+    for (int r = 0; r < size; r++)
+        expect (all + (size_t) r * n, n, r, k, "allgather");
 
-	got = malloc(n + (size_t)rank + 1);
-	fill(got, n + (size_t)rank, rank, k);
-	check(dtshim_allgatherv(got, n + (size_t)rank, &vrecv, sizes), "dtshim_allgatherv");
-	free(got);
-	off = 0;
-	for (int r = 0; r < size; r++) {
-		if (sizes[r] != n + (size_t)r) {
-			printf("FAIL rank %d: allgatherv size of rank %d: %zu\n", rank, r, sizes[r]);
-			exit(1);
-		}
-		expect((uint8_t *)vrecv + off, sizes[r], r, k, "allgatherv");
-		off += sizes[r];
-	}
-	dtshim_free(vrecv);
-	check(dtshim_barrier(), "dtshim_barrier");
-	free(mine);
-	free(all);
-	free(sizes);
+    got = malloc (n + (size_t) rank + 1);
+    fill (got, n + (size_t) rank, rank, k);
+    check (dtshim_allgatherv (got, n + (size_t) rank, &vrecv, sizes), "dtshim_allgatherv");
+    free (got);
+    off = 0;
+    for (int r = 0; r < size; r++) {
+        if (sizes[r] != n + (size_t) r) {
+            printf ("FAIL rank %d: allgatherv size of rank %d: %zu\n", rank, r, sizes[r]);
+            exit (1);
+        }
+        expect ((uint8_t *) vrecv + off, sizes[r], r, k, "allgatherv");
+        off += sizes[r];
+    }
+    dtshim_free (vrecv);
+    check (dtshim_barrier (), "dtshim_barrier");
+    free (mine);
+    free (all);
+    free (sizes);
 }
 
 /* Every value put stays in PMIx for the step and travels with every later fence: 4 MiB
  * goes through each collective once, from two roots, not from every root. */
-static void large(size_t n, unsigned k)
+static void large (size_t n, unsigned k)
 {
-	uint8_t *mine = malloc(n), *all = malloc(n * (size_t)size);
-	int roots[2] = { 0, size - 1 };
+    uint8_t *mine = malloc (n), *all = malloc (n * (size_t) size);
+    int roots[2] = {0, size - 1};
 
-	for (int i = 0; i < 2; i++) {
-		fill(mine, n, rank == roots[i] ? roots[i] : 255, k);
-		check(dtshim_broadcast(mine, n, roots[i]), "dtshim_broadcast");
-		expect(mine, n, roots[i], k, "broadcast");
-	}
-	fill(mine, n, rank, k);
-	check(dtshim_allgather(mine, n, all), "dtshim_allgather");
-	for (int r = 0; r < size; r++)
-		expect(all + (size_t)r * n, n, r, k, "allgather");
-	memset(all, 0, n * (size_t)size);
-	check(dtshim_gather(mine, n, all, size / 2), "dtshim_gather");
-	for (int r = 0; rank == size / 2 && r < size; r++)
-		expect(all + (size_t)r * n, n, r, k, "gather");
-	free(mine);
-	free(all);
+    for (int i = 0; i < 2; i++) {
+        fill (mine, n, rank == roots[i] ? roots[i] : 255, k);
+        check (dtshim_broadcast (mine, n, roots[i]), "dtshim_broadcast");
+        expect (mine, n, roots[i], k, "broadcast");
+    }
+    fill (mine, n, rank, k);
+    check (dtshim_allgather (mine, n, all), "dtshim_allgather");
+    for (int r = 0; r < size; r++)
+        expect (all + (size_t) r * n, n, r, k, "allgather");
+    memset (all, 0, n * (size_t) size);
+    check (dtshim_gather (mine, n, all, size / 2), "dtshim_gather");
+    for (int r = 0; rank == size / 2 && r < size; r++)
+        expect (all + (size_t) r * n, n, r, k, "gather");
+    free (mine);
+    free (all);
 }
 
-static int collectives(unsigned iterations)
+static int collectives (unsigned iterations)
 {
-	static const size_t sizes[] = { 0, 1, 4096 };
-	double t0 = now_s();
-	unsigned k = 0;
+    static const size_t sizes[] = {0, 1, 4096};
+    double t0 = now_s ();
+    unsigned k = 0;
 
-	for (unsigned i = 0; i < iterations; i++)
-		for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++)
-			one_size(sizes[s], k++);
-	large(4 << 20, k++);
-	printf("rank %d: ok, %u rounds in %.2f s\n", rank, k, now_s() - t0);
-	return 0;
+    for (unsigned i = 0; i < iterations; i++)
+        for (size_t s = 0; s < sizeof (sizes) / sizeof (sizes[0]); s++)
+            one_size (sizes[s], k++);
+    large (4 << 20, k++);
+    printf ("rank %d: ok, %u rounds in %.2f s\n", rank, k, now_s () - t0);
+    return 0;
 }
 
 static volatile sig_atomic_t chained;
 
-static void program_handler(int sig)
+static void program_handler (int sig)
 {
-	chained++;
+    chained++;
 }
 
-static int preempt(const char *dir)
+static int preempt (const char *dir)
 {
-	char path[4096];
-	FILE *f;
-	int step;
+    char path[4096];
+    FILE *f;
+    int step;
 
-	snprintf(path, sizeof(path), "%s/pid.%d", dir, rank);
-	if ((f = fopen(path, "w")) == NULL)
-		return printf("FAIL rank %d: cannot write %s\n", rank, path), 1;
-	fprintf(f, "%d\n", (int)getpid());
-	fclose(f);
-	for (step = 0; step < 100000; step++) {
-		if (check(dtshim_should_preempt(), "dtshim_should_preempt"))
-			break;
-		usleep(20000); /* a training step */
-	}
-	printf("rank %d: stopped at step %d requested=%d chained=%d\n", rank, step,
-	       dtshim_preempt_requested(), (int)chained);
-	return 0;
+    snprintf (path, sizeof (path), "%s/pid.%d", dir, rank);
+    if ((f = fopen (path, "w")) == NULL)
+        return printf ("FAIL rank %d: cannot write %s\n", rank, path), 1;
+    fprintf (f, "%d\n", (int) getpid ());
+    fclose (f);
+    for (step = 0; step < 100000; step++) {
+        if (check (dtshim_should_preempt (), "dtshim_should_preempt"))
+            break;
+        usleep (20000); /* a training step */
+    }
+    printf ("rank %d: stopped at step %d requested=%d chained=%d\n", rank, step,
+            dtshim_preempt_requested (), (int) chained);
+    return 0;
 }
 
 /* The victim dies (kill) or hangs (stop) after a barrier; the others allgather. */
 /* The last rank passes another size; then rank 0 calls another collective. Every rank
  * must find out, and the step must go on afterwards. */
-static int misuse(void)
+static int misuse (void)
 {
-	uint8_t mine[16] = { 0 }, *all = calloc((size_t)size, sizeof(mine));
-	size_t *sizes = calloc((size_t)size, sizeof(*sizes));
-	void *v = NULL;
-	int by_size, by_op, after;
+    uint8_t mine[16] = {0}, *all = calloc ((size_t) size, sizeof (mine));
+    size_t *sizes = calloc ((size_t) size, sizeof (*sizes));
+    void *v = NULL;
+    int by_size, by_op, after;
 
-	by_size = dtshim_allgather(mine, rank == size - 1 ? 16 : 8, all);
-	if (rank == 0)
-		by_op = dtshim_allgatherv(mine, 8, &v, sizes);
-	else
-		by_op = dtshim_allgather(mine, 8, all);
-	dtshim_free(v);
-	after = dtshim_allgather(mine, 8, all);
-	printf("rank %d: size=%d op=%d after=%d\n", rank, by_size, by_op, after);
-	free(all);
-	free(sizes);
-	return 0;
+    by_size = dtshim_allgather (mine, rank == size - 1 ? 16 : 8, all);
+    if (rank == 0)
+        by_op = dtshim_allgatherv (mine, 8, &v, sizes);
+    else
+        by_op = dtshim_allgather (mine, 8, all);
+    dtshim_free (v);
+    after = dtshim_allgather (mine, 8, all);
+    printf ("rank %d: size=%d op=%d after=%d\n", rank, by_size, by_op, after);
+    free (all);
+    free (sizes);
+    return 0;
 }
 
 /* Signals arrive while the program does not call the shim. */
-static int idle(const char *dir)
+static int idle (const char *dir)
 {
-	char path[4096];
-	FILE *f;
+    char path[4096];
+    FILE *f;
 
-	snprintf(path, sizeof(path), "%s/pid.%d", dir, rank);
-	if ((f = fopen(path, "w")) == NULL)
-		return printf("FAIL rank %d: cannot write %s\n", rank, path), 1;
-	fprintf(f, "%d\n", (int)getpid());
-	fclose(f);
-	for (int i = 0; i < 100; i++)
-		usleep(100000);
-	printf("rank %d: idle done, requested=%d\n", rank, dtshim_preempt_requested());
-	return 0;
+    snprintf (path, sizeof (path), "%s/pid.%d", dir, rank);
+    if ((f = fopen (path, "w")) == NULL)
+        return printf ("FAIL rank %d: cannot write %s\n", rank, path), 1;
+    fprintf (f, "%d\n", (int) getpid ());
+    fclose (f);
+    for (int i = 0; i < 100; i++)
+        usleep (100000);
+    printf ("rank %d: idle done, requested=%d\n", rank, dtshim_preempt_requested ());
+    return 0;
 }
 
-static int deadline(int victim, const char *how)
+static int deadline (int victim, const char *how)
 {
-	uint64_t mine = (uint64_t)rank, *all = calloc((size_t)size, sizeof(mine));
-	double t0;
-	int rv;
+    uint64_t mine = (uint64_t) rank, *all = calloc ((size_t) size, sizeof (mine));
+    double t0;
+    int rv;
 
-	check(dtshim_barrier(), "dtshim_barrier");
-	if (rank == victim) {
-		fflush(stdout);
-		raise(strcmp(how, "stop") == 0 ? SIGSTOP : SIGKILL);
-	}
-	t0 = now_s();
-	rv = dtshim_allgather(&mine, sizeof(mine), all);
-	printf("rank %d: allgather returned %d (%s) after %.1f s; then %d\n", rank, rv,
-	       dtshim_strerror(rv), now_s() - t0, dtshim_barrier());
-	free(all);
-	return rv == DTSHIM_OK ? 1 : 3;
+    check (dtshim_barrier (), "dtshim_barrier");
+    if (rank == victim) {
+        fflush (stdout);
+        raise (strcmp (how, "stop") == 0 ? SIGSTOP : SIGKILL);
+    }
+    t0 = now_s ();
+    rv = dtshim_allgather (&mine, sizeof (mine), all);
+    printf ("rank %d: allgather returned %d (%s) after %.1f s; then %d\n", rank, rv,
+            dtshim_strerror (rv), now_s () - t0, dtshim_barrier ());
+    free (all);
+    return rv == DTSHIM_OK ? 1 : 3;
 }
 
-static int unique_id(int ok)
+static int unique_id (int ok)
 {
-	uint8_t id[128], *all;
-	int rv;
+    uint8_t id[128], *all;
+    int rv;
 
-	srand((unsigned)time(NULL) ^ (unsigned)getpid());
-	for (size_t i = 0; i < sizeof(id); i++)
-		id[i] = rank == 0 ? (uint8_t)(rand() | 1) : 0;
-	rv = dtshim_share_unique_id(id, sizeof(id), ok);
-	if (!ok) {
-		printf("rank %d: %s\n", rank, rv == DTSHIM_ERR_NO_ID ? "no id, as expected" : "FAIL");
-		return rv == DTSHIM_ERR_NO_ID ? 0 : 1;
-	}
-	check(rv, "dtshim_share_unique_id");
-	all = malloc(sizeof(id) * (size_t)size);
-	check(dtshim_allgather(id, sizeof(id), all), "dtshim_allgather");
-	for (int r = 1; r < size; r++) {
-		if (memcmp(all, all + (size_t)r * sizeof(id), sizeof(id)) != 0)
-			return printf("FAIL rank %d: rank %d has another id\n", rank, r), 1;
-	}
-	printf("rank %d: same id %02x%02x%02x%02x... on %d ranks\n", rank, all[0], all[1], all[2],
-	       all[3], size);
-	free(all);
-	return 0;
+    srand ((unsigned) time (NULL) ^ (unsigned) getpid ());
+    for (size_t i = 0; i < sizeof (id); i++)
+        id[i] = rank == 0 ? (uint8_t) (rand () | 1) : 0;
+    rv = dtshim_share_unique_id (id, sizeof (id), ok);
+    if (!ok) {
+        printf ("rank %d: %s\n", rank, rv == DTSHIM_ERR_NO_ID ? "no id, as expected" : "FAIL");
+        return rv == DTSHIM_ERR_NO_ID ? 0 : 1;
+    }
+    check (rv, "dtshim_share_unique_id");
+    all = malloc (sizeof (id) * (size_t) size);
+    check (dtshim_allgather (id, sizeof (id), all), "dtshim_allgather");
+    for (int r = 1; r < size; r++) {
+        if (memcmp (all, all + (size_t) r * sizeof (id), sizeof (id)) != 0)
+            return printf ("FAIL rank %d: rank %d has another id\n", rank, r), 1;
+    }
+    printf ("rank %d: same id %02x%02x%02x%02x... on %d ranks\n", rank, all[0], all[1], all[2],
+            all[3], size);
+    free (all);
+    return 0;
 }
 
-int main(int argc, char **argv)
+int main (int argc, char **argv)
 {
-	const char *mode = argc > 1 ? argv[1] : "facts";
-	struct sigaction sa;
-	int rv;
+    const char *mode = argc > 1 ? argv[1] : "facts";
+    struct sigaction sa;
+    int rv;
 
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (strcmp(mode, "preempt") == 0) {
-		/* The program's own handler, installed first: libdtshim must chain to it. */
-		memset(&sa, 0, sizeof(sa));
-		sa.sa_handler = program_handler;
-		sigaction(SIGUSR2, &sa, NULL);
-	}
-	rv = dtshim_init();
-	if (strcmp(mode, "init") == 0) {
-		printf("dtshim_init: %s%s%s\n", dtshim_strerror(rv), *dtshim_last_error() ? ": " : "",
-		       dtshim_last_error());
-		return rv == DTSHIM_OK ? 0 : 2;
-	}
-	check(rv, "dtshim_init");
-	rank = dtshim_rank();
-	size = dtshim_size();
-	if (strcmp(mode, "facts") == 0)
-		rv = facts();
-	else if (strcmp(mode, "collectives") == 0 && argc > 2)
-		rv = collectives((unsigned)atoi(argv[2]));
-	else if (strcmp(mode, "preempt") == 0 && argc > 2)
-		rv = preempt(argv[2]);
-	else if (strcmp(mode, "misuse") == 0)
-		rv = misuse();
-	else if (strcmp(mode, "idle") == 0 && argc > 2)
-		rv = idle(argv[2]);
-	else if (strcmp(mode, "deadline") == 0 && argc > 2)
-		return deadline(atoi(argv[2]), argc > 3 ? argv[3] : "kill");
-	else if (strcmp(mode, "unique-id") == 0 && argc > 2)
-		rv = unique_id(atoi(argv[2]));
-	else
-		return fprintf(stderr, "shim_check: unknown mode %s\n", mode), 2;
-	check(dtshim_finalize(), "dtshim_finalize");
-	return rv;
+    setvbuf (stdout, NULL, _IOLBF, 0);
+    if (strcmp (mode, "preempt") == 0) {
+        /* The program's own handler, installed first: libdtshim must chain to it. */
+        memset (&sa, 0, sizeof (sa));
+        sa.sa_handler = program_handler;
+        sigaction (SIGUSR2, &sa, NULL);
+    }
+    rv = dtshim_init ();
+    if (strcmp (mode, "init") == 0) {
+        printf ("dtshim_init: %s%s%s\n", dtshim_strerror (rv), *dtshim_last_error () ? ": " : "",
+                dtshim_last_error ());
+        return rv == DTSHIM_OK ? 0 : 2;
+    }
+    check (rv, "dtshim_init");
+    rank = dtshim_rank ();
+    size = dtshim_size ();
+    if (strcmp (mode, "facts") == 0)
+        rv = facts ();
+    else if (strcmp (mode, "collectives") == 0 && argc > 2)
+        rv = collectives ((unsigned) atoi (argv[2]));
+    else if (strcmp (mode, "preempt") == 0 && argc > 2)
+        rv = preempt (argv[2]);
+    else if (strcmp (mode, "misuse") == 0)
+        rv = misuse ();
+    else if (strcmp (mode, "idle") == 0 && argc > 2)
+        rv = idle (argv[2]);
+    else if (strcmp (mode, "deadline") == 0 && argc > 2)
+        return deadline (atoi (argv[2]), argc > 3 ? argv[3] : "kill");
+    else if (strcmp (mode, "unique-id") == 0 && argc > 2)
+        rv = unique_id (atoi (argv[2]));
+    else
+        return fprintf (stderr, "shim_check: unknown mode %s\n", mode), 2;
+    check (dtshim_finalize (), "dtshim_finalize");
+    return rv;
 }
