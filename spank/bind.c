@@ -38,6 +38,7 @@ static struct {
     int ntasks;
     struct task_binding *task;
     char warning[DIST_ERR_MAX];   /* why binding was skipped or limited */
+    bool cpus_shared;             /* for verbose: more ranks than CPUs */
     double load_us, plan_us;      /* for verbose: what planning cost here */
 } node;
 
@@ -209,8 +210,8 @@ void dist_train_bind_plan (spank_t sp)
                 break;
             }
     }
-    if (plan.cpus_shared)
-        warn ("%s", "more ranks than CPUs: some ranks share CPUs");
+    /* not a problem (the user oversubscribed on purpose), said in verbose */
+    node.cpus_shared = plan.cpus_shared;
     dist_bind_plan_free (&plan);
 out:
     hwloc_bitmap_free (allowed);
@@ -247,6 +248,9 @@ static void report (spank_t sp, int local_rank, bool cpus_theirs, bool gpus_thei
                          PLUGIN_NAME, host);
     slurm_spank_log ("%s: %s: binding planned in %.0f us (topology loaded in %.0f us)",
                      PLUGIN_NAME, host, node.plan_us, node.load_us);
+    if (node.cpus_shared)
+        slurm_spank_log ("%s: %s: more ranks than CPUs: some ranks share CPUs", PLUGIN_NAME,
+                         host);
     slurm_spank_log ("%s: %s:   LOCAL_RANK  RANK  GPUS  CPUS  MEMS  NIC", PLUGIN_NAME, host);
     for (r = 0; r < node.ntasks && r < 64; r++) {
         const struct task_binding *tb = &node.task[r];

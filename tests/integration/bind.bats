@@ -98,8 +98,10 @@ visible_bus() {
     done
 }
 
-@test "tasks = GPUs: one GPU each, neighbours share their NUMA node's only CPU, and a warning says so" {
+@test "tasks = GPUs: one GPU each, neighbours share their NUMA node's only CPU, and verbose says so" {
     bind_alloc -N1 --exclusive --gres=gpu:4 -- --dist-train -n4 -O
+    [[ $err != *"share CPUs"* ]]
+    bind_alloc -N1 --exclusive --gres=gpu:4 -- --dist-train=verbose -n4 -O
     local r
     for r in 0 1 2 3; do
         [[ $(field "${lines[r]}" GPUS) == "${BUS[r]}" ]]
