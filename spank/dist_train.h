@@ -43,6 +43,10 @@ struct step_layout {
 };
 int dist_train_layout_load (spank_t sp, const struct dist_step *st,
                             struct step_layout *layout);
+
+/* The text of SLURM_HOSTFILE (malloc'ed), or NULL with an error deferred
+ * that says what is wrong and what to do. */
+char *dist_train_read_hostfile (spank_t sp);
 void dist_train_layout_free (struct step_layout *layout);
 
 /* remote.c (slurmstepd) */

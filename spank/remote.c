@@ -1,11 +1,8 @@
 /* remote.c - slurmstepd: compute the node's facts once (user_init), then give
  * each task its variables (task_init, just before exec). */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <slurm/slurm.h>
 #include <slurm/spank.h>
@@ -75,36 +72,20 @@ static int step_nodes (spank_t sp, uint32_t index, char **first, char **self)
  * or NULL with an error deferred. */
 static char *hostfile_rank0 (spank_t sp)
 {
-    char path[4096], text[4096], entry[1024];
-    char msg[DIST_ERR_MAX];
+    char entry[DIST_HOSTFILE_ENTRY_MAX], msg[DIST_ERR_MAX];
+    char *text, *name = NULL;
     hostlist_t hl;
-    char *name = NULL;
-    ssize_t len;
-    int fd;
 
-    if (spank_getenv (sp, "SLURM_HOSTFILE", path, sizeof (path)) != ESPANK_SUCCESS) {
-        dist_train_defer_error ("the arbitrary distribution without SLURM_HOSTFILE "
-                                "hides which node runs rank 0; use SLURM_HOSTFILE, "
-                                "or set MASTER_ADDR yourself");
+    if ((text = dist_train_read_hostfile (sp)) == NULL)
         return NULL;
-    }
-    fd = open (path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        snprintf (msg, sizeof (msg), "cannot open SLURM_HOSTFILE %.128s: %s",
-                  path, strerror (errno));
-        dist_train_defer_error (msg);
-        return NULL;
-    }
-    len = read (fd, text, sizeof (text) - 1);
-    close (fd);
-    text[len > 0 ? len : 0] = '\0';
     if (dist_hostfile_first (text, entry, sizeof (entry)) == 0
         && (hl = slurm_hostlist_create (entry)) != NULL) {
         name = slurm_hostlist_shift (hl);
         slurm_hostlist_destroy (hl);
     }
+    free (text);
     if (name == NULL) {
-        snprintf (msg, sizeof (msg), "SLURM_HOSTFILE %.128s names no host first", path);
+        snprintf (msg, sizeof (msg), "SLURM_HOSTFILE names no host first");
         dist_train_defer_error (msg);
     }
     return name;
@@ -268,8 +249,9 @@ static int build_tf_config (spank_t sp, const struct dist_step *st)
         dist_train_layout_free (&layout);
     }
     if (dist_train.tf_config == NULL) {
-        dist_train_defer_error ("the tf profile needs a block, cyclic or plane layout and a "
-                                "port_range with a port for every task; use another profile");
+        dist_train_defer_error ("the tf profile needs a layout it can read (block, cyclic, "
+                                "plane, or arbitrary with SLURM_HOSTFILE) and a port_range "
+                                "with a port for every task; use another profile");
         return -1;
     }
     return 0;

@@ -249,6 +249,31 @@ s = socket.socket(); s.bind(("0.0.0.0", 29999)); s.listen(); time.sleep(30)' &
     done
 }
 
+@test "arbitrary: the verbose table and TF_CONFIG follow SLURM_HOSTFILE, rank by rank" {
+    local hf="$MINICLUSTER_DIR/hostfile.table"
+    printf 'node3\nnode1*2 # two ranks\nnode2,node3\n' > "$hf"
+    SLURM_HOSTFILE=$hf run timeout 60 srun --dist-train=verbose,tf -n5 -m arbitrary bash -c \
+        'echo "at $SLURM_PROCID $SLURM_LOCALID $SLURM_NODEID $(hostname)"; echo "tf $SLURM_PROCID $(hostname) $TF_CONFIG"'
+    echo "$output"
+    [ "$status" -eq 0 ]
+    local real table
+    real=$(sed -n 's/^at //p' <<<"$output" | sort -n)
+    table=$(sed -n 's/^dist-train: *\([0-9].*\)/\1/p' <<<"$output" | awk '{print $1, $2, $3, $4}' | sort -n)
+    [[ $(awk '{print $4}' <<<"$real" | paste -sd' ') == "node3 node1 node1 node2 node3" ]]
+    [[ $real == "$table" ]]
+    grep '^tf ' <<<"$output" | "$TORCH_PYTHON" -c '
+import json, sys
+rows = [l.split(" ", 3)[1:] for l in sys.stdin.read().splitlines()]
+assert len(rows) == 5, rows
+for rank, host, tf in rows:
+    cfg = json.loads(tf)
+    workers = cfg["cluster"]["worker"]
+    assert cfg["task"]["index"] == int(rank), (rank, cfg)
+    assert workers[int(rank)].split(":")[0] == host, (rank, host, workers)
+    assert len(set(workers)) == 5, workers
+'
+}
+
 @test "tf profile: TF_CONFIG is valid JSON listing every task on its node, unique ports" {
     local mode
     for mode in block cyclic; do

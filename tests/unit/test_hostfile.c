@@ -1,8 +1,10 @@
-/* test_hostfile.c - rank 0's node from the arbitrary distribution's hostfile. */
+/* test_hostfile.c - the arbitrary distribution's hostfile: rank 0's node, and
+ * every entry in rank order. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -51,6 +53,38 @@ static void test_empty_and_too_long (void **state)
     first_is (longname, NULL);
 }
 
+/* The entries as "entry*repeat" joined by spaces. */
+static int collect (const char *entry, unsigned repeat, void *arg)
+{
+    char *buf = arg;
+    size_t len = strlen (buf);
+    snprintf (buf + len, 256 - len, "%s%s*%u", len ? " " : "", entry, repeat);
+    return 0;
+}
+
+static void walk_is (const char *text, const char *want)
+{
+    char buf[256] = "";
+    if (want == NULL) {
+        assert_int_equal (dist_hostfile_walk (text, collect, buf), -1);
+        return;
+    }
+    assert_int_equal (dist_hostfile_walk (text, collect, buf), 0);
+    assert_string_equal (buf, want);
+}
+
+static void test_walk (void **state)
+{
+    walk_is ("node3\nnode1\nnode2\n", "node3*1 node1*1 node2*1");
+    walk_is ("# header\nnode9*2\nnode1*4 # four\ngpu[1-2],x\n", "node9*2 node1*4 gpu[1-2]*1 x*1");
+    walk_is ("", "");
+    walk_is ("node1*0\n", NULL);
+    walk_is ("node1*\n", NULL);
+    walk_is ("node1*4x\n", NULL);
+    walk_is ("node1*70000\n", NULL);
+    walk_is ("node1*-1\n", NULL);
+}
+
 int main (void)
 {
     const struct CMUnitTest tests[] = {
@@ -58,6 +92,7 @@ int main (void)
         cmocka_unit_test (test_comments_and_repeats),
         cmocka_unit_test (test_hostlist_expression_kept),
         cmocka_unit_test (test_empty_and_too_long),
+        cmocka_unit_test (test_walk),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }
