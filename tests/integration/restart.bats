@@ -44,7 +44,7 @@ JOB
 @test "it gives up after --max-restarts and exits with the last status" {
     sbatch_wait -N2 <<JOB
 #!/bin/bash
-"$RESTART" --max-restarts 1 -N2 --ntasks-per-node=1 bash -c 'echo "try \$TORCHELASTIC_RESTART_COUNT"; exit 4'
+"$RESTART" --max-restarts 1 --dist-train=fail_fast=off -N2 --ntasks-per-node=1 bash -c 'echo "try \$TORCHELASTIC_RESTART_COUNT"; exit 4'
 echo "launcher status \$?"
 JOB
     echo "$output"
