@@ -253,6 +253,64 @@ void dtshim_free (void *p)
     free (p);
 }
 
+int dtshim_unique_id_root (int i, int count)
+{
+    if (!shim_world.initialized)
+        return DTSHIM_ERR_NOT_INITIALIZED;
+    if (count < 1 || count > shim_world.size || i < 0 || i >= count)
+        return DTSHIM_ERR_INVALID;
+    return (int) ((long) i * shim_world.size / count);
+}
+
+int dtshim_share_unique_ids (void *ids, size_t len, int count, int ok)
+{
+    uint8_t *out = ids, *mine = NULL, *all = NULL;
+    size_t *sizes = NULL, off;
+    int i, r, mine_index = -1, rv, failed = -1;
+
+    if (!shim_world.initialized)
+        return DTSHIM_ERR_NOT_INITIALIZED;
+    if (ids == NULL || len == 0 || count < 1 || count > shim_world.size)
+        return DTSHIM_ERR_INVALID;
+    for (i = 0; i < count; i++)
+        if (dtshim_unique_id_root (i, count) == shim_world.rank)
+            mine_index = i;
+    /* a root contributes its ok and its id, the others nothing */
+    if (mine_index >= 0) {
+        if ((mine = malloc (len + 1)) == NULL)
+            return DTSHIM_ERR_NO_MEMORY;
+        mine[0] = ok ? 1 : 0;
+        memcpy (mine + 1, out + (size_t) mine_index * len, len);
+    }
+    if ((sizes = calloc ((size_t) shim_world.size, sizeof (*sizes))) == NULL) {
+        free (mine);
+        return DTSHIM_ERR_NO_MEMORY;
+    }
+    rv = dtshim_allgatherv (mine, mine_index >= 0 ? len + 1 : 0, (void **) &all, sizes);
+    free (mine);
+    if (rv != DTSHIM_OK) {
+        free (sizes);
+        return rv;
+    }
+    for (i = 0, r = 0, off = 0; i < count && rv == DTSHIM_OK; i++) {
+        int root = dtshim_unique_id_root (i, count);
+        for (; r < root; r++)
+            off += sizes[r];
+        if (sizes[root] != len + 1)
+            rv = shim_fail (DTSHIM_ERR_SIZE, "root rank %d of id %d gave %zu bytes, not %zu", root,
+                            i, sizes[root], len + 1);
+        else if (all[off] == 0 && failed < 0)
+            failed = root;
+        else
+            memcpy (out + (size_t) i * len, all + off + 1, len);
+    }
+    dtshim_free (all);
+    free (sizes);
+    if (rv == DTSHIM_OK && failed >= 0)
+        rv = shim_fail (DTSHIM_ERR_NO_ID, "rank %d could not create its id", failed);
+    return rv;
+}
+
 int dtshim_share_unique_id (void *id, size_t len, int ok)
 {
     const uint8_t *bytes = id;

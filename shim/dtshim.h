@@ -146,6 +146,16 @@ void dtshim_free (void *p);
  * ok is ignored on the other ranks. */
 int dtshim_share_unique_id (void *id, size_t len, int ok);
 
+/* Several ids, as ncclCommInitRankScalable takes for large steps: id i (of count, 1 <= count
+ * <= size) is created by rank dtshim_unique_id_root(i, count), spread evenly over the ranks;
+ * each root puts its id at ids + i * len and passes ok (0: creating it failed), the others
+ * pass any content. On return every rank has all count ids; when a root failed, every rank
+ * gets DTSHIM_ERR_NO_ID. Collective. */
+int dtshim_share_unique_ids (void *ids, size_t len, int count, int ok);
+
+/* The rank that creates id i of count (i * size / count), or a negative error. */
+int dtshim_unique_id_root (int i, int count);
+
 /* Preemption. Slurm sends SIGTERM (preemption, scancel, the time limit) or the signal of
  * `--signal` ahead of time. dtshim_init() records both with sigaction:
  * - the preemption signal (DTSHIM_PREEMPT_SIGNAL, default SIGUSR2) is recorded only: it no

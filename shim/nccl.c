@@ -1,7 +1,8 @@
 /* nccl.c - the step's NCCL communicator, bootstrapped over PMIx instead of a TCP store.
  * Compiled and linked where configure found CUDA and NCCL; without them only the stubs at
  * the end are built. As of this writing it has been compiled and linked but never run on a
- * GPU: the id exchange under it (dtshim_share_unique_id) is what the tests exercise. */
+ * GPU: the id exchanges under it (dtshim_share_unique_id, dtshim_share_unique_ids) are what
+ * the tests exercise. */
 #include "shim/dtshim.h"
 #include "shim/shim.h"
 
@@ -47,14 +48,48 @@ static int select_device (int device)
     return DTSHIM_OK;
 }
 
+/* Ranks per root id for large steps (ncclCommInitRankScalable, NCCL 2.23+): PyTorch/XLA's
+ * default; DTSHIM_NCCL_RANKS_PER_ROOT changes it. */
+#define RANKS_PER_ROOT 128
+
+static int root_count (void)
+{
+    const char *text = getenv ("DTSHIM_NCCL_RANKS_PER_ROOT");
+    long per = RANKS_PER_ROOT;
+
+    if (text != NULL && strspn (text, "0123456789") == strlen (text) && strlen (text) < 8
+        && atol (text) > 0)
+        per = atol (text);
+    return (int) ((shim_world.size + per - 1) / per);
+}
+
+/* The ids of the step: one from rank 0, or one per RANKS_PER_ROOT ranks, each from its root. */
+static int share_ids (ncclUniqueId *ids, int count)
+{
+    ncclResult_t nrc;
+    int i, ok = 1;
+
+    for (i = 0; i < count; i++) {
+        if (dtshim_unique_id_root (i, count) != shim_world.rank)
+            continue;
+        if ((nrc = ncclGetUniqueId (&ids[i])) != ncclSuccess) {
+            shim_fail (DTSHIM_ERR_NCCL, "ncclGetUniqueId: %s", ncclGetErrorString (nrc));
+            ok = 0; /* the others learn it from the exchange */
+        }
+    }
+    if (count == 1)
+        return dtshim_share_unique_id (&ids[0], sizeof (ids[0]), ok);
+    return dtshim_share_unique_ids (ids, sizeof (ids[0]), count, ok);
+}
+
 int dtshim_nccl_comm_init (struct ncclComm **comm, int device)
 {
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     ncclResult_t nrc, state = ncclInProgress;
-    ncclUniqueId id;
+    ncclUniqueId *ids;
     ncclComm_t made = NULL;
     double deadline;
-    int rv, ok = 1;
+    int rv, count = 1;
 
     if (comm == NULL)
         return DTSHIM_ERR_INVALID;
@@ -62,18 +97,29 @@ int dtshim_nccl_comm_init (struct ncclComm **comm, int device)
         return DTSHIM_ERR_NOT_INITIALIZED;
     if ((rv = select_device (device)) != DTSHIM_OK)
         return rv;
-    if (shim_world.rank == 0 && (nrc = ncclGetUniqueId (&id)) != ncclSuccess) {
-        shim_fail (DTSHIM_ERR_NCCL, "ncclGetUniqueId: %s", ncclGetErrorString (nrc));
-        ok = 0; /* the others learn it from the all-zero id */
-    }
-    if ((rv = dtshim_share_unique_id (&id, sizeof (id), ok)) != DTSHIM_OK)
+#if NCCL_VERSION_CODE >= 22300
+    count = root_count ();
+#endif
+    if ((ids = calloc ((size_t) count, sizeof (*ids))) == NULL)
+        return DTSHIM_ERR_NO_MEMORY;
+    if ((rv = share_ids (ids, count)) != DTSHIM_OK) {
+        free (ids);
         return rv;
+    }
     /* Non-blocking, so that a peer that never connects ends in an error at our deadline
-	 * rather than in NCCL's retries. */
+     * rather than in NCCL's retries. */
     config.blocking = shim_world.timeout_s > 0 ? 0 : 1;
-    nrc = ncclCommInitRankConfig (&made, shim_world.size, id, shim_world.rank, &config);
+#if NCCL_VERSION_CODE >= 22300
+    if (count > 1)
+        nrc =
+            ncclCommInitRankScalable (&made, shim_world.size, shim_world.rank, count, ids, &config);
+    else
+#endif
+        nrc = ncclCommInitRankConfig (&made, shim_world.size, ids[0], shim_world.rank, &config);
+    free (ids);
     if (nrc != ncclSuccess && nrc != ncclInProgress)
-        return shim_fail (DTSHIM_ERR_NCCL, "ncclCommInitRankConfig: %s", ncclGetErrorString (nrc));
+        return shim_fail (DTSHIM_ERR_NCCL, "creating the NCCL communicator: %s",
+                          ncclGetErrorString (nrc));
     deadline = now_s () + shim_world.timeout_s;
     while (state == ncclInProgress) {
         if ((nrc = ncclCommGetAsyncError (made, &state)) != ncclSuccess)
@@ -87,10 +133,10 @@ int dtshim_nccl_comm_init (struct ncclComm **comm, int device)
         ncclCommAbort (made);
         if (state == ncclInProgress)
             return shim_fail (DTSHIM_ERR_TIMEOUT,
-                              "ncclCommInitRankConfig: not "
+                              "creating the NCCL communicator: not "
                               "every rank connected within %g s",
                               shim_world.timeout_s);
-        return shim_fail (DTSHIM_ERR_NCCL, "ncclCommInitRankConfig: %s",
+        return shim_fail (DTSHIM_ERR_NCCL, "creating the NCCL communicator: %s",
                           ncclGetErrorString (state));
     }
     *comm = made;

@@ -67,6 +67,19 @@ count() { grep -c "^$1" <<<"$output" || true; }
     [ "$(count 'rank [0-5]: no id, as expected')" -eq 6 ]
 }
 
+@test "several ids from several roots (ncclCommInitRankScalable's); a failed root is an error everywhere" {
+    run timeout 60 srun --mpi=pmix -N3 -n6 "$CHECK" unique-ids 3 -1
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(count 'rank [0-5]: 3 ids from their roots')" -eq 6 ]
+    # roots are spread: ranks 0, 2 and 4
+    [ "$(count 'rank [024]: 3 ids from their roots (one is mine)')" -eq 3 ]
+    run timeout 60 srun --mpi=pmix -N3 -n6 "$CHECK" unique-ids 3 2
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(count 'rank [0-5]: no ids, as expected')" -eq 6 ]
+}
+
 @test "ranks that pass different sizes or call different collectives all get an error, and go on" {
     run timeout 60 srun --mpi=pmix -N3 -n6 "$CHECK" misuse
     echo "$output"

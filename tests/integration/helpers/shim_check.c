@@ -5,6 +5,7 @@
  *   shim_check preempt DIR           steps until should_preempt(); pid in DIR/pid.RANK
  *   shim_check deadline VICTIM HOW   VICTIM dies (kill) or hangs (stop); the others fail
  *   shim_check unique-id OK          rank 0 shares a 128-byte id (like an ncclUniqueId)
+ *   shim_check unique-ids N FAIL     N ids from N roots; root rank FAIL (or -1) fails
  *   shim_check idle DIR              no collective for 10 s; pid in DIR/pid.RANK
  *   shim_check misuse                sizes that differ, collectives that differ
  *   shim_check init                  dtshim_init() only, for the error without PMIx */
@@ -274,6 +275,37 @@ static int deadline (int victim, const char *how)
     return rv == DTSHIM_OK ? 1 : 3;
 }
 
+static int unique_ids (int count, int fail)
+{
+    uint8_t ids[8][128];
+    int i, rv, me = 0;
+
+    if (count < 1 || count > 8)
+        return 2;
+    memset (ids, 0xee, sizeof (ids)); /* what the other ranks pass is ignored */
+    for (i = 0; i < count; i++)
+        if (dtshim_unique_id_root (i, count) == rank) {
+            memset (ids[i], rank + 1, sizeof (ids[i]));
+            me = 1;
+        }
+    rv = dtshim_share_unique_ids (ids, sizeof (ids[0]), count, rank != fail);
+    if (fail >= 0) {
+        printf ("rank %d: %s\n", rank, rv == DTSHIM_ERR_NO_ID ? "no ids, as expected" : "FAIL");
+        return rv == DTSHIM_ERR_NO_ID ? 0 : 1;
+    }
+    check (rv, "dtshim_share_unique_ids");
+    for (i = 0; i < count; i++) {
+        int root = dtshim_unique_id_root (i, count);
+        for (size_t b = 0; b < sizeof (ids[i]); b++)
+            if (ids[i][b] != (uint8_t) (root + 1))
+                return printf ("FAIL rank %d: id %d byte %zu is %d, want %d\n", rank, i, b,
+                               ids[i][b], root + 1),
+                       1;
+    }
+    printf ("rank %d: %d ids from their roots%s\n", rank, count, me ? " (one is mine)" : "");
+    return 0;
+}
+
 static int unique_id (int ok)
 {
     uint8_t id[128], *all;
@@ -336,6 +368,8 @@ int main (int argc, char **argv)
         return deadline (atoi (argv[2]), argc > 3 ? argv[3] : "kill");
     else if (strcmp (mode, "unique-id") == 0 && argc > 2)
         rv = unique_id (atoi (argv[2]));
+    else if (strcmp (mode, "unique-ids") == 0 && argc > 3)
+        rv = unique_ids (atoi (argv[2]), atoi (argv[3]));
     else
         return fprintf (stderr, "shim_check: unknown mode %s\n", mode), 2;
     check (dtshim_finalize (), "dtshim_finalize");
