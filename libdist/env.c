@@ -46,6 +46,8 @@ static void put_generic (struct env_builder *b, const struct dist_step *step,
            step->cpus_per_task > 0 ? step->cpus_per_task : 1);
     put (b, "NCCL_SOCKET_IFNAME", DIST_DEFAULT, step->ifname);
     put (b, "GLOO_SOCKET_IFNAME", DIST_DEFAULT, step->ifname);
+    if (step->watchdog_s > 0) /* read by the shim's watchdog */
+        put_u (b, "DIST_TRAIN_WATCHDOG", DIST_DEFAULT, step->watchdog_s);
 }
 
 /* torchrun's own variables. */

@@ -26,6 +26,7 @@ struct dist_step {
     uint32_t local_world_size;  /* tasks of the step on this node */
     uint32_t cpus_per_task;
     uint32_t restart_count;     /* SLURM_RESTART_COUNT, 0 if unset */
+    uint32_t watchdog_s;        /* SPEC watchdog=: DIST_TRAIN_WATCHDOG, 0 = off */
     char master_addr[DIST_ADDR_MAX];
     uint16_t master_port;
     char ifname[DIST_IFNAME_MAX]; /* interface that reaches rank 0; "" unknown */

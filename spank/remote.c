@@ -187,6 +187,7 @@ static int collect_step (spank_t sp, struct dist_step *step)
                     &step->cpus_per_task) < 0)
         return -1;
     restart_count (sp, &step->restart_count);
+    step->watchdog_s = dist_train.cfg.watchdog_s;
 
     /* A MASTER_ADDR the user set is kept: it only guides the interface. */
     if (spank_getenv (sp, "MASTER_ADDR", user_addr, sizeof (user_addr)) == ESPANK_SUCCESS
@@ -360,11 +361,6 @@ int dist_train_remote_task_init (spank_t sp)
     dist_train_bind_task (sp, local_rank, &dist_train.step.cpus_per_task);
     n = dist_env_build (dist_train.cfg.profile, &dist_train.step, rank,
                         (uint32_t) local_rank, vars);
-    if (dist_train.cfg.watchdog_s > 0) {
-        char seconds[16];
-        snprintf (seconds, sizeof (seconds), "%lu", (unsigned long) dist_train.cfg.watchdog_s);
-        spank_setenv (sp, "DIST_TRAIN_WATCHDOG", seconds, 0);
-    }
     if (dist_train.tf_config != NULL) {
         char *tf = malloc (strlen (dist_train.tf_config) + 16);
         if (tf == NULL)

@@ -130,6 +130,20 @@ static void test_jax_ipv6_coordinator (void **state)
     expect (v, n, "JAX_COORDINATOR_ADDRESS", "[2001:db8::7]:20035", DIST_DEFAULT);
 }
 
+static void test_watchdog_only_when_asked (void **state)
+{
+    struct dist_step s = two_nodes ();
+    struct dist_var v[DIST_ENV_MAX];
+    size_t n = dist_env_build (DIST_PROFILE_TORCH, &s, 0, 0, v);
+
+    assert_null (find (v, n, "DIST_TRAIN_WATCHDOG"));
+    s.watchdog_s = 600;
+    n = dist_env_build (DIST_PROFILE_JAX, &s, 0, 0, v);
+    expect (v, n, "DIST_TRAIN_WATCHDOG", "600", DIST_DEFAULT);
+    n = dist_env_build (DIST_PROFILE_TORCH, &s, 0, 0, v);
+    expect (v, n, "DIST_TRAIN_WATCHDOG", "600", DIST_DEFAULT);
+}
+
 static void test_off_sets_nothing (void **state)
 {
     struct dist_step s = two_nodes ();
@@ -147,6 +161,7 @@ int main (void)
         cmocka_unit_test (test_jax_profile),
         cmocka_unit_test (test_jax_ipv6_coordinator),
         cmocka_unit_test (test_off_sets_nothing),
+        cmocka_unit_test (test_watchdog_only_when_asked),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }
