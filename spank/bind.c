@@ -233,13 +233,11 @@ static bool user_bound_gpus (spank_t sp)
            || spank_getenv (sp, "SLURM_GPUS_PER_TASK", v, sizeof (v)) == ESPANK_SUCCESS;
 }
 
-static void report (spank_t sp, int local_rank, bool cpus_theirs, bool gpus_theirs)
+static void report (spank_t sp, bool cpus_theirs, bool gpus_theirs)
 {
-    char host[64] = "?";
+    const char *host = dist_train.node_name;
     int r;
 
-    (void) local_rank;
-    (void) spank_getenv (sp, "SLURMD_NODENAME", host, sizeof (host));
     if (gpus_theirs)
         slurm_spank_log ("%s: %s: --gpu-bind/--gpus-per-task given: GPUs left as Slurm bound them",
                          PLUGIN_NAME, host);
@@ -271,15 +269,13 @@ void dist_train_bind_task (spank_t sp, int local_rank, uint32_t *omp_threads)
     char device[16];
     double t0;
 
-    if (local_rank == 0 && node.warning[0] != '\0') {
-        char host[64] = "?";
-        (void) spank_getenv (sp, "SLURMD_NODENAME", host, sizeof (host));
-        slurm_spank_log ("%s: warning: %s: %s", PLUGIN_NAME, host, node.warning);
-    }
+    if (local_rank == 0 && node.warning[0] != '\0')
+        slurm_spank_log ("%s: warning: %s: %s", PLUGIN_NAME, dist_train.node_name,
+                         node.warning);
     if (local_rank < 0 || local_rank >= node.ntasks)
         return;
     if (dist_train.cfg.verbose && local_rank == 0)
-        report (sp, local_rank, cpus_theirs, gpus_theirs);
+        report (sp, cpus_theirs, gpus_theirs);
     tb = &node.task[local_rank];
     t0 = now_us ();
 
@@ -309,10 +305,7 @@ void dist_train_bind_task (spank_t sp, int local_rank, uint32_t *omp_threads)
             spank_setenv (sp, "UCX_NET_DEVICES", value, 0);
         }
     }
-    if (dist_train.cfg.verbose && local_rank == 0) {
-        char host[64] = "?";
-        (void) spank_getenv (sp, "SLURMD_NODENAME", host, sizeof (host));
+    if (dist_train.cfg.verbose && local_rank == 0)
         slurm_spank_log ("%s: %s: local rank 0's binding applied in %.0f us", PLUGIN_NAME,
-                         host, now_us () - t0);
-    }
+                         dist_train.node_name, now_us () - t0);
 }

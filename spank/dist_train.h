@@ -20,6 +20,7 @@ struct dist_train {
     bool option_given;          /* --dist-train seen (srun, or via sbatch) */
     bool active;                /* remote: this step gets the environment */
     char error[DIST_ERR_MAX];   /* remote: reported by task_init, "" = none */
+    char node_name[64];         /* remote: this node's name in the step, for messages */
     struct dist_step step;      /* remote: the node's facts */
     char *tf_config;            /* remote, tf profile: TF_CONFIG up to the index */
 };

@@ -34,7 +34,7 @@ static void describe (int status, char *buf, size_t size)
 int dist_train_remote_task_exit (spank_t sp)
 {
     const struct dist_step *st = &dist_train.step;
-    char how[96], host[64] = "?", msg[320];
+    char how[96], msg[320];
     uint32_t rank;
     int status;
 
@@ -47,12 +47,11 @@ int dist_train_remote_task_exit (spank_t sp)
         return 0;
     stopping = true;
     describe (status, how, sizeof (how));
-    (void) spank_getenv (sp, "SLURMD_NODENAME", host, sizeof (host));
     snprintf (msg, sizeof (msg),
               "%s: rank %lu on %s %s: stopping every rank of step %lu.%lu "
               "(--dist-train=fail_fast=off lets the others run)",
-              PLUGIN_NAME, (unsigned long) rank, host, how, (unsigned long) st->job_id,
-              (unsigned long) st->step_id);
+              PLUGIN_NAME, (unsigned long) rank, dist_train.node_name, how,
+              (unsigned long) st->job_id, (unsigned long) st->step_id);
     slurm_info ("%s", msg);
     if (slurm_notify_job (st->job_id, msg) != SLURM_SUCCESS)
         slurm_error ("%s: cannot tell srun: %s", PLUGIN_NAME, slurm_strerror (slurm_get_errno ()));

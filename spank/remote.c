@@ -99,24 +99,20 @@ static bool is_arbitrary (spank_t sp)
 }
 
 /* Find the node that runs rank 0 (malloc'ed into *rank0), and whether it is
- * this one.  Block, cyclic and plane start on the step's first node. */
-static int find_rank0_node (spank_t sp, uint32_t node_rank, char **rank0, bool *here)
+ * this one (self).  Block, cyclic and plane start on the step's first node. */
+static int find_rank0_node (spank_t sp, const char *first, const char *self, char **rank0,
+                            bool *here)
 {
     char msg[DIST_ERR_MAX];
-    char *self;
     uint32_t lid;
     bool runs_rank0;
 
-    if (step_nodes (sp, node_rank, rank0, &self) < 0) {
-        dist_train_defer_error ("cannot read the step's nodes from SLURM_STEP_NODELIST");
-        return -1;
-    }
     if (is_arbitrary (sp)) {
-        free (*rank0);
-        if ((*rank0 = hostfile_rank0 (sp)) == NULL) {
-            free (self);
+        if ((*rank0 = hostfile_rank0 (sp)) == NULL)
             return -1;
-        }
+    } else if ((*rank0 = strdup (first)) == NULL) {
+        dist_train_defer_error ("out of memory");
+        return -1;
     }
     /* This node knows whether it runs rank 0: check what was derived. */
     runs_rank0 = spank_get_item (sp, S_JOB_GLOBAL_TO_LOCAL_ID, (uint32_t) 0, &lid)
@@ -128,12 +124,10 @@ static int find_rank0_node (spank_t sp, uint32_t node_rank, char **rank0, bool *
                   "set MASTER_ADDR yourself for this layout",
                   runs_rank0 ? self : "another node", *rank0);
         dist_train_defer_error (msg);
-        free (self);
         free (*rank0);
         *rank0 = NULL;
         return -1;
     }
-    free (self);
     return 0;
 }
 
@@ -175,8 +169,9 @@ static int collect_step (spank_t sp, struct dist_step *step)
     char msg[DIST_ERR_MAX + 128];
     char user_port[16];
     char user_addr[256];
-    char *node;
+    char *node = NULL, *first = NULL, *self = NULL;
     bool here;
+    int rc = -1;
 
     if (get_u32 (sp, S_JOB_NNODES, "node count", &step->node_count) < 0
         || get_u32 (sp, S_JOB_NODEID, "node index", &step->node_rank) < 0
@@ -188,22 +183,26 @@ static int collect_step (spank_t sp, struct dist_step *step)
         return -1;
     restart_count (sp, &step->restart_count);
     step->watchdog_s = dist_train.cfg.watchdog_s;
+    /* one pass over the step's nodes: its first, and this one (for messages) */
+    if (step_nodes (sp, step->node_rank, &first, &self) < 0) {
+        dist_train_defer_error ("cannot read the step's nodes from SLURM_STEP_NODELIST");
+        return -1;
+    }
+    snprintf (dist_train.node_name, sizeof (dist_train.node_name), "%s", self);
 
     /* A MASTER_ADDR the user set is kept: it only guides the interface. */
     if (spank_getenv (sp, "MASTER_ADDR", user_addr, sizeof (user_addr)) == ESPANK_SUCCESS
         && user_addr[0] != '\0') {
         /* (too long to be an address: the user's value is kept as it is) */
         snprintf (step->master_addr, sizeof (step->master_addr), "%.45s", user_addr);
-        node = NULL;
         here = false;
     } else {
-        if (find_rank0_node (sp, step->node_rank, &node, &here) < 0)
-            return -1;
+        if (find_rank0_node (sp, first, self, &node, &here) < 0)
+            goto out;
         if (dist_train_resolve_master (sp, node, here, step->master_addr,
                                        sizeof (step->master_addr), err, sizeof (err)) < 0) {
             dist_train_defer_error (err);
-            free (node);
-            return -1;
+            goto out;
         }
     }
 
@@ -222,11 +221,14 @@ static int collect_step (spank_t sp, struct dist_step *step)
                                        err, sizeof (err)) < 0) {
         snprintf (msg, sizeof (msg), "node %s: %s", node, err);
         dist_train_defer_error (msg);
-        free (node);
-        return -1;
+        goto out;
     }
+    rc = 0;
+out:
     free (node);
-    return 0;
+    free (first);
+    free (self);
+    return rc;
 }
 
 /* tf profile: TF_CONFIG lists every task as host:port, so this node needs
