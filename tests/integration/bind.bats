@@ -8,23 +8,17 @@
 load helpers/common
 
 BIND_ENV="$TOP/tests/integration/helpers/bind-env"
-XML="$TOP/tests/topologies/minicluster-4gpu.xml"
 # Slurm's global GPU index (PCI order) -> bus id
 BUS=(0000:1b:00.0 0000:3d:00.0 0000:89:00.0 0000:b2:00.0)
 
 # Point plugstack.conf at the plugin with these arguments.
 plugstack() {
-    printf 'required %s %s\n' "$PLUGIN_SO" "$*" > "$BATS_FILE_TMPDIR/plugstack.conf"
-    "$MINICLUSTER" start --nodes 2 --cpus 2 --gpus 4 \
-        --plugstack "$BATS_FILE_TMPDIR/plugstack.conf" >/dev/null 2>&1
+    gpu_cluster_plugstack 2 "$@" 2>/dev/null
 }
 
 setup_file() {
-    [[ -f $PLUGIN_SO ]] || { echo "build first: $PLUGIN_SO is missing" >&2; return 1; }
     "$MINICLUSTER" stop >/dev/null 2>&1 || true
-    printf 'required %s topology=%s\n' "$PLUGIN_SO" "$XML" > "$BATS_FILE_TMPDIR/plugstack.conf"
-    "$MINICLUSTER" start --nodes 2 --cpus 2 --gpus 4 \
-        --plugstack "$BATS_FILE_TMPDIR/plugstack.conf" >&2
+    gpu_cluster_plugstack 2 "topology=$GPU_XML"
 }
 
 teardown_file() {
@@ -34,7 +28,7 @@ teardown_file() {
 setup() {
     cd "$TOP"
     eval "$("$MINICLUSTER" env)"
-    plugstack "topology=$XML"
+    plugstack "topology=$GPU_XML"
 }
 
 # Run bind-env in a step; lines sorted by rank in $lines, srun's stderr in $err.
@@ -164,14 +158,14 @@ visible_bus() {
 }
 
 @test "the site's bind=none turns binding off, even when the user asks" {
-    plugstack "topology=$XML" bind=none
+    plugstack "topology=$GPU_XML" bind=none
     bind_step --dist-train=bind=auto -N1 -n2 --gres=gpu:4
     [[ $(field "${lines[1]}" CVD) == 0,1,2,3 && $(field "${lines[1]}" AFFINITY) == 0-1 ]]
     [[ $(field "${lines[1]}" MASTER_ADDR) != unset ]]
 }
 
 @test "nic=auto exports the nearest NIC for NCCL and UCX, keeping the user's" {
-    plugstack "topology=$XML" nic=auto
+    plugstack "topology=$GPU_XML" nic=auto
     bind_step --dist-train -N1 -n2 --gres=gpu:4
     [[ $(field "${lines[1]}" IB_HCA) == =mlx5_0 && $(field "${lines[1]}" UCX) == mlx5_0:1 ]]
     NCCL_IB_HCA=mlx5_9 bind_step --dist-train -N1 -n1 --gres=gpu:4
@@ -197,7 +191,7 @@ visible_bus() {
 
 
 @test "a broken topology file: the step runs with the environment only, and a warning says why" {
-    head -c 300 "$XML" > "$BATS_FILE_TMPDIR/broken.xml"
+    head -c 300 "$GPU_XML" > "$BATS_FILE_TMPDIR/broken.xml"
     plugstack "topology=$BATS_FILE_TMPDIR/broken.xml"
     bind_step --dist-train -N1 -n2 --gres=gpu:4
     [[ $(field "${lines[1]}" RANK) == 1 && $(field "${lines[1]}" MASTER_ADDR) != unset ]]

@@ -5,19 +5,15 @@
 
 load helpers/common
 
-XML="$TOP/tests/topologies/minicluster-4gpu.xml"
 TEST_USER=dt-test-user
 
 setup_file() {
-    [[ -f $PLUGIN_SO ]] || { echo "build first: $PLUGIN_SO is missing" >&2; return 1; }
     if ! id "$TEST_USER" >/dev/null 2>&1; then
         useradd --no-create-home --shell /bin/bash "$TEST_USER"
         echo 1 > "$BATS_FILE_TMPDIR/made_user"
     fi
     "$MINICLUSTER" stop >/dev/null 2>&1 || true
-    printf 'required %s topology=%s\n' "$PLUGIN_SO" "$XML" > "$BATS_FILE_TMPDIR/plugstack.conf"
-    "$MINICLUSTER" start --nodes 3 --cpus 2 --gpus 4 \
-        --plugstack "$BATS_FILE_TMPDIR/plugstack.conf" >&2
+    gpu_cluster_plugstack 3 "topology=$GPU_XML"
 }
 
 teardown_file() {

@@ -15,6 +15,21 @@ cluster_start() {
     eval "$("$MINICLUSTER" env)"
 }
 
+# The test cluster's GPU nodes: $1 nodes of this machine's 2 CPUs with 4
+# placeholder GPUs each, described by tests/topologies/minicluster-4gpu.xml.
+GPU_XML="$TOP/tests/topologies/minicluster-4gpu.xml"
+
+# Point plugstack.conf at the plugin with the arguments $2...; starts a GPU
+# cluster of $1 nodes, or only replaces plugstack.conf when it runs.
+gpu_cluster_plugstack() {
+    local nodes=$1
+    shift
+    [[ -f $PLUGIN_SO ]] || { echo "build first: $PLUGIN_SO is missing" >&2; return 1; }
+    printf 'required %s %s\n' "$PLUGIN_SO" "$*" > "$BATS_FILE_TMPDIR/plugstack.conf"
+    "$MINICLUSTER" start --nodes "$nodes" --cpus 2 --gpus 4 \
+        --plugstack "$BATS_FILE_TMPDIR/plugstack.conf" >&2
+}
+
 cluster_stop() {
     "$MINICLUSTER" stop >&2
 }
