@@ -12,3 +12,8 @@ PLUGIN_SO="$top/spank/.libs/dist_train.so"
 say() { printf '%s: %s\n' "$(basename "$0")" "$*" >&2; }
 die() { say "error: $*"; exit 1; }
 step() { printf '\n==> %s\n' "$*" >&2; }
+
+# For the benchmarks: "median, mean, min, max" of the millisecond figures given.
+stats() {
+    printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1; s+=$1} END {printf "median %d ms, mean %.1f ms, min %d ms, max %d ms", a[int((NR+1)/2)], s/NR, a[1], a[NR]}'
+}
