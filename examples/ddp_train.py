@@ -8,6 +8,7 @@ The data is synthetic (a noisy linear target), so the run needs no download.
     srun --dist-train -N2 -n4 python3 examples/ddp_train.py --steps 40
 """
 import argparse
+import gc
 import hashlib
 import os
 import socket
@@ -40,9 +41,7 @@ def parameter_digest(model):
     return h.hexdigest()[:16]
 
 
-def main():
-    args = parse_args()
-    dist.init_process_group("gloo")  # env:// rendezvous, as torchrun users write it
+def train(args):
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(0)  # same initial weights everywhere (DDP also broadcasts them)
     model = DDP(torch.nn.Linear(16, 1))
@@ -68,6 +67,19 @@ def main():
     print(f"rank {rank} on {socket.gethostname()}: final parameters "
           f"{parameter_digest(model.module)}", flush=True)
     dist.barrier()
+
+
+def main():
+    args = parse_args()
+    dist.init_process_group("gloo")  # env:// rendezvous, as torchrun users write it
+    train(args)
+    # The model, its DDP reducer and every tensor are gone with train()'s frame;
+    # collect what cycles keep, then end the group while Python is fully alive.
+    # Left to interpreter exit, PyTorch's gloo backend can deadlock (a freed
+    # reducer joins gloo's worker threads while one of them waits for the GIL:
+    # pytorch/pytorch#56297), and that rank spins at 100% CPU after the others
+    # have finished.
+    gc.collect()
     dist.destroy_process_group()
 
 

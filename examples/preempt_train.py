@@ -13,6 +13,7 @@
     srun --dist-train --mpi=pmix -N2 -n4 python3 examples/preempt_train.py --dir /shared/run1
 """
 import argparse
+import gc
 import os
 import sys
 import time
@@ -36,9 +37,7 @@ def parse_args():
     return p.parse_args()
 
 
-def main():
-    args = parse_args()
-    dist.init_process_group("gloo")
+def train(args):
     rank, world = dist.get_rank(), dist.get_world_size()
     restart = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
     torch.manual_seed(0)
@@ -75,6 +74,16 @@ def main():
     dist.barrier()
     print(f"rank {rank}: stopped at step {step} "
           f"({'preempted' if step < args.steps else 'done'})", flush=True)
+
+
+def main():
+    args = parse_args()
+    dist.init_process_group("gloo")
+    train(args)
+    # End the group while Python is fully alive, after the model is gone with
+    # train()'s frame: see examples/ddp_train.py (a gloo deadlock at exit).
+    gc.collect()
+    dist.destroy_process_group()
     dtshim.finalize()
     return 0
 

@@ -196,7 +196,7 @@ s = socket.socket(); s.bind(("0.0.0.0", 29999)); s.listen(); time.sleep(30)' &
     local saved
     saved=$(node_hosts_get node1)
     sed 's/^[0-9.]* node1$/127.0.1.1 node1/' <<<"$saved" | node_hosts_set node1
-    run timeout 300 srun --dist-train -N3 -n3 "$TORCH_PYTHON" "$TOP/examples/ddp_train.py" --steps 10
+    run timeout 120 srun --dist-train -N3 -n3 "$TORCH_PYTHON" "$TOP/examples/ddp_train.py" --steps 10
     printf '%s\n' "$saved" | node_hosts_set node1
     echo "$output"
     [ "$status" -eq 0 ]
