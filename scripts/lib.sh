@@ -17,3 +17,16 @@ step() { printf '\n==> %s\n' "$*" >&2; }
 stats() {
     printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1; s+=$1} END {printf "median %d ms, mean %.1f ms, min %d ms, max %d ms", a[int((NR+1)/2)], s/NR, a[1], a[NR]}'
 }
+
+# The Slurm generation this system installs, from its Debian release: 22.05
+# (Debian 12), 24.11 (Debian 13 "trixie") or 26.05 ("forky"); fails elsewhere.
+slurm_generation_here() {
+    local codename
+    codename=$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")
+    case $codename in
+    bookworm) echo 22.05 ;;
+    trixie) echo 24.11 ;;
+    forky) echo 26.05 ;;
+    *) return 1 ;;
+    esac
+}

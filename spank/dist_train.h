@@ -10,8 +10,10 @@
 #include <stdbool.h>
 #include <slurm/spank.h>
 
+#include "compat.h"
 #include "libdist/config.h"
 #include "libdist/env.h"
+#include "libdist/handover.h"
 
 #define PLUGIN_NAME "dist-train"
 
@@ -23,6 +25,8 @@ struct dist_train {
     char node_name[64];         /* remote: this node's name in the step, for messages */
     struct dist_step step;      /* remote: the node's facts */
     char *tf_config;            /* remote, tf profile: TF_CONFIG up to the index */
+    struct dist_handover srun;  /* remote: what srun worked out for this step */
+    bool have_srun;             /* remote: srun handed it over (local.c) */
 };
 
 extern struct dist_train dist_train;
@@ -30,6 +34,10 @@ extern struct dist_train dist_train;
 /* Remember an error found in slurmstepd, to fail the tasks with it later
  * (failing user_init could drain the node). */
 void dist_train_defer_error (const char *msg);
+
+/* Whether a step is one a user launched (not the batch script, the extern
+ * step or salloc's interactive step). */
+bool dist_train_is_training_step (uint32_t step_id);
 
 /* option.c */
 int dist_train_register_option (spank_t sp);
@@ -50,6 +58,9 @@ int dist_train_layout_load (spank_t sp, const struct dist_step *st,
 char *dist_train_read_hostfile (spank_t sp);
 void dist_train_layout_free (struct step_layout *layout);
 
+/* local.c (srun): rank 0's node, its NodeAddr, fail fast, handed over */
+int dist_train_local_user_init (spank_t sp);
+
 /* remote.c (slurmstepd) */
 int dist_train_remote_user_init (spank_t sp);
 int dist_train_remote_task_init (spank_t sp);
@@ -63,8 +74,8 @@ void dist_train_bind_task (spank_t sp, int local_rank, uint32_t *omp_threads);
 int dist_train_remote_task_exit (spank_t sp);
 
 /* network.c */
-int dist_train_resolve_master (spank_t sp, const char *node, bool here,
-                               char *addr, size_t addrsz, char *err, size_t errsz);
+int dist_train_resolve_master (spank_t sp, const char *node, const char *node_addr,
+                               bool here, char *addr, size_t addrsz, char *err, size_t errsz);
 void dist_train_find_ifname (const char *master_addr, char *ifname, size_t ifsz);
 int dist_train_check_port_free (const char *master_addr, uint16_t port,
                                 char *err, size_t errsz);

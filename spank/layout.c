@@ -72,7 +72,7 @@ struct arbitrary {
 static int place_ranks (const char *entry, unsigned repeat, void *arg)
 {
     struct arbitrary *a = arg;
-    hostlist_t hl = slurm_hostlist_create (entry);
+    dt_hostlist_t hl = slurm_hostlist_create (entry);
     char *host;
     uint32_t node;
 
@@ -112,7 +112,7 @@ int dist_train_layout_load (spank_t sp, const struct dist_step *st,
     char text[8192], dist_text[64], plane_text[16];
     uint32_t *counts = NULL, plane = 0, i;
     enum dist_distribution dist;
-    hostlist_t hl = NULL;
+    dt_hostlist_t hl = NULL;
     int rc = -1;
 
     l->nnodes = st->node_count;

@@ -1,5 +1,5 @@
 /* network.c - the I/O behind MASTER_ADDR, the interface and the port check.
- * Runs once per node per step, in slurmstepd, as the user. */
+ * Runs once per node per step, in slurmstepd, as the user: no RPC here. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <ifaddrs.h>
@@ -150,30 +150,15 @@ int dist_train_check_port_free (const char *master_addr, uint16_t port,
     return rc;
 }
 
-/* What Slurm knows: the node's NodeAddr, one RPC, made only when the name
- * itself is of no use. */
-static int lookup_node_addr (const char *node, char *addr, size_t addrsz)
-{
-    node_info_msg_t *msg = NULL;
-    char name[256];
-    int rc = -1;
-
-    snprintf (name, sizeof (name), "%s", node);
-    if (slurm_load_node_single (&msg, name, SHOW_ALL) != SLURM_SUCCESS || msg == NULL)
-        return -1;
-    if (msg->record_count == 1 && msg->node_array[0].node_addr != NULL
-        && strcmp (msg->node_array[0].node_addr, node) != 0)
-        rc = lookup (msg->node_array[0].node_addr, addr, addrsz);
-    slurm_free_node_info_msg (msg);
-    return rc;
-}
-
-int dist_train_resolve_master (spank_t sp, const char *node, bool here,
-                               char *addr, size_t addrsz, char *err, size_t errsz)
+/* Rank 0's node's address: its name as this node resolves it, else the
+ * NodeAddr that srun read from Slurm (local.c; no RPC here). */
+int dist_train_resolve_master (spank_t sp, const char *node, const char *node_addr,
+                               bool here, char *addr, size_t addrsz, char *err, size_t errsz)
 {
     char launcher[DIST_ADDR_MAX];
 
-    if (lookup (node, addr, addrsz) == 0 || lookup_node_addr (node, addr, addrsz) == 0)
+    if (lookup (node, addr, addrsz) == 0
+        || (node_addr[0] != '\0' && lookup (node_addr, addr, addrsz) == 0))
         return 0;
     /* Rank 0's own node can still tell the address the others reach it on:
      * the one it uses towards srun's host. */

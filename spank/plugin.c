@@ -17,6 +17,12 @@ void dist_train_defer_error (const char *msg)
         snprintf (dist_train.error, sizeof (dist_train.error), "%s", msg);
 }
 
+bool dist_train_is_training_step (uint32_t step_id)
+{
+    return step_id != SLURM_BATCH_SCRIPT && step_id != SLURM_EXTERN_CONT
+           && step_id != SLURM_INTERACTIVE_STEP && step_id != SLURM_PENDING_STEP;
+}
+
 int slurm_spank_init (spank_t sp, int ac, char **av)
 {
     spank_context_t ctx = spank_context ();
@@ -49,6 +55,13 @@ int slurm_spank_init_post_opt (spank_t sp, int ac, char **av)
     if (ctx != S_CTX_LOCAL && ctx != S_CTX_REMOTE && ctx != S_CTX_ALLOCATOR)
         return 0;
     return dist_train_apply_env_default (sp);
+}
+
+int slurm_spank_local_user_init (spank_t sp, int ac, char **av)
+{
+    if (spank_context () != S_CTX_LOCAL)
+        return 0;
+    return dist_train_local_user_init (sp);
 }
 
 int slurm_spank_user_init (spank_t sp, int ac, char **av)

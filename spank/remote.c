@@ -27,20 +27,12 @@ static int get_u32 (spank_t sp, spank_item_t item, const char *what,
     return 0;
 }
 
-/* The batch script, the extern step and salloc's interactive step are not
- * training steps, even when the job was submitted with --dist-train. */
-static bool is_training_step (uint32_t step_id)
-{
-    return step_id != SLURM_BATCH_SCRIPT && step_id != SLURM_EXTERN_CONT
-           && step_id != SLURM_INTERACTIVE_STEP && step_id != SLURM_PENDING_STEP;
-}
-
 /* The names of the step's first node and of node `index` (malloc'ed),
  * from one pass over the step's node list; -1 if either is missing. */
 static int step_nodes (spank_t sp, uint32_t index, char **first, char **self)
 {
     char nodelist[8192];
-    hostlist_t hl;
+    dt_hostlist_t hl;
     char *name;
     uint32_t i;
 
@@ -74,7 +66,7 @@ static char *hostfile_rank0 (spank_t sp)
 {
     char entry[DIST_HOSTFILE_ENTRY_MAX], msg[DIST_ERR_MAX];
     char *text, *name = NULL;
-    hostlist_t hl;
+    dt_hostlist_t hl;
 
     if ((text = dist_train_read_hostfile (sp)) == NULL)
         return NULL;
@@ -99,7 +91,9 @@ static bool is_arbitrary (spank_t sp)
 }
 
 /* Find the node that runs rank 0 (malloc'ed into *rank0), and whether it is
- * this one (self).  Block, cyclic and plane start on the step's first node. */
+ * this one (self).  srun read it from the step's layout (local.c); without
+ * that, block, cyclic and plane start on the step's first node, and the
+ * arbitrary distribution on SLURM_HOSTFILE's first host. */
 static int find_rank0_node (spank_t sp, const char *first, const char *self, char **rank0,
                             bool *here)
 {
@@ -107,7 +101,12 @@ static int find_rank0_node (spank_t sp, const char *first, const char *self, cha
     uint32_t lid;
     bool runs_rank0;
 
-    if (is_arbitrary (sp)) {
+    if (dist_train.have_srun && dist_train.srun.rank0_node[0] != '\0') {
+        if ((*rank0 = strdup (dist_train.srun.rank0_node)) == NULL) {
+            dist_train_defer_error ("out of memory");
+            return -1;
+        }
+    } else if (is_arbitrary (sp)) {
         if ((*rank0 = hostfile_rank0 (sp)) == NULL)
             return -1;
     } else if ((*rank0 = strdup (first)) == NULL) {
@@ -199,7 +198,9 @@ static int collect_step (spank_t sp, struct dist_step *step)
     } else {
         if (find_rank0_node (sp, first, self, &node, &here) < 0)
             goto out;
-        if (dist_train_resolve_master (sp, node, here, step->master_addr,
+        if (dist_train_resolve_master (sp, node,
+                                       dist_train.have_srun ? dist_train.srun.rank0_addr : "",
+                                       here, step->master_addr,
                                        sizeof (step->master_addr), err, sizeof (err)) < 0) {
             dist_train_defer_error (err);
             goto out;
@@ -260,6 +261,19 @@ static int build_tf_config (spank_t sp, const struct dist_step *st)
     return 0;
 }
 
+/* What srun worked out for this step (local.c), if it is for this step. */
+static void read_srun_handover (spank_t sp, const struct dist_step *step)
+{
+    char text[DIST_HANDOVER_MAX];
+
+    dist_train.have_srun =
+        spank_getenv (sp, DIST_HANDOVER_VAR, text, sizeof (text)) == ESPANK_SUCCESS
+        && dist_handover_parse (text, &dist_train.srun) == 0
+        && dist_train.srun.job_id == step->job_id && dist_train.srun.step_id == step->step_id;
+    if (!dist_train.have_srun)
+        memset (&dist_train.srun, 0, sizeof (dist_train.srun));
+}
+
 int dist_train_remote_user_init (spank_t sp)
 {
     struct dist_step *step = &dist_train.step;
@@ -272,12 +286,13 @@ int dist_train_remote_user_init (spank_t sp)
     if (get_u32 (sp, S_JOB_ID, "job id", &step->job_id) < 0
         || get_u32 (sp, S_JOB_STEPID, "step id", &step->step_id) < 0)
         return 0;
-    if (!is_training_step (step->step_id)) {
+    if (!dist_train_is_training_step (step->step_id)) {
         dist_train.error[0] = '\0';
         return 0;
     }
     if (dist_train.error[0] != '\0')
         return 0;
+    read_srun_handover (sp, step);
     if (collect_step (sp, step) == 0
         && (dist_train.cfg.profile != DIST_PROFILE_TF || build_tf_config (sp, step) == 0)) {
         dist_train.active = true;
@@ -359,6 +374,8 @@ int dist_train_remote_task_init (spank_t sp)
     }
     if (dist_train.cfg.verbose && rank == 0)
         report_step (sp);
+    /* srun's note to the nodes is not part of the contract */
+    spank_unsetenv (sp, DIST_HANDOVER_VAR);
     /* (this is the task's own process: its copy of the step may change) */
     dist_train_bind_task (sp, local_rank, &dist_train.step.cpus_per_task);
     n = dist_env_build (dist_train.cfg.profile, &dist_train.step, rank,

@@ -46,8 +46,24 @@ setup() {
     [[ $(field "${lines[0]}" MASTER_ADDR) == "$(node_addr node3)" ]]
 }
 
-@test "arbitrary without a hostfile fails with a message instead of a wrong address" {
-    run timeout 60 srun --dist-train -n3 -w node3,node1,node2 -m arbitrary true
+@test "arbitrary without a hostfile: rank 0's node is the one Slurm placed it on" {
+    # srun reads the step's real layout from slurmctld: rank 0 runs on node3 here
+    step_env --dist-train -n3 -w node3,node1,node2 -m arbitrary
+    check_layout 3 3
+    [[ $(field "${lines[0]}" HOST) == node3 ]]
+    [[ $(field "${lines[0]}" MASTER_ADDR) == "$(node_addr node3)" ]]
+}
+
+@test "arbitrary without a hostfile, and an srun without the plugin: a message" {
+    # srun reads a plugstack.conf without the plugin (a site that installed it
+    # on the compute nodes only): the nodes cannot tell where rank 0 runs
+    local d=$MINICLUSTER_DIR
+    : > "$d/plugstack.empty"
+    sed "s|^PlugStackConfig=.*|PlugStackConfig=$d/plugstack.empty|" "$d/slurm.conf" \
+        > "$d/slurm.srun-without-plugin.conf"
+    DIST_TRAIN=torch SLURM_CONF=$d/slurm.srun-without-plugin.conf \
+        run timeout 60 srun -n3 -w node3,node1,node2 -m arbitrary true
+    echo "$output"
     [ "$status" -ne 0 ]
     [[ $output == *"without SLURM_HOSTFILE"* ]]
 }
@@ -141,6 +157,28 @@ JOB
     # and the nodes are still fine
     run timeout 30 sinfo -h -o '%t' -n node1
     [[ $output == idle* ]]
+}
+
+@test "a bad plugstack argument on the nodes only: the step fails, named, and no node drains" {
+    # srun reads a good plugstack.conf, the nodes a broken one (an admin's
+    # half-rolled-out change): only --dist-train steps fail, with the key
+    local d=$MINICLUSTER_DIR
+    cp "$d/plugstack.conf" "$d/plugstack.srun"
+    sed "s|^PlugStackConfig=.*|PlugStackConfig=$d/plugstack.srun|" "$d/slurm.conf" > "$d/slurm.srun.conf"
+    cp "$d/plugstack.conf" "$d/plugstack.good"
+    echo "required $PLUGIN_SO fail_fast=maybe" > "$d/plugstack.conf"
+    SLURM_CONF=$d/slurm.srun.conf run timeout 30 srun --dist-train -N2 -n2 true
+    local bad_status=$status bad_output=$output
+    SLURM_CONF=$d/slurm.srun.conf run timeout 30 srun -N2 -n2 true
+    local plain_status=$status
+    cp "$d/plugstack.good" "$d/plugstack.conf"
+    echo "$bad_output"
+    [ "$bad_status" -ne 0 ]
+    [[ $bad_output == *"fail_fast=maybe"* ]]
+    [ "$plain_status" -eq 0 ]
+    run timeout 30 sinfo -h -o '%t' -n node1,node2
+    [[ $output == idle* ]]
+    [[ $output != *drain* ]]
 }
 
 @test "a busy port fails the step at once, naming the port and the node" {

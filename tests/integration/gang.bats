@@ -109,8 +109,10 @@ echo "after the step: \$?"
 JOB
     echo "$output"
     [[ $output == *"rank 0 on node1 exited with status 7"* ]]
-    # srun's status: the others were killed (128 + 9)
-    [[ $output == *"after the step: 137"* ]]
+    # srun's status: the others were stopped (128 + SIGTERM or SIGKILL)
+    [[ $output == *"after the step: 143"* || $output == *"after the step: 137"* ]]
+    # only the rank that failed is named, not those stopped because of it
+    [[ $(grep -c 'dist-train: rank' <<<"$output") -eq 1 ]]
     leftovers
 }
 

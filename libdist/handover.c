@@ -1,0 +1,113 @@
+/* handover.c - the text srun hands to every node (see handover.h). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "handover.h"
+
+/* Node names and addresses: letters, digits and ".-_:" only, so the text
+ * splits on spaces and nothing odd reaches a message or a lookup. */
+static bool valid_name (const char *s)
+{
+    if (strlen (s) >= DIST_NODE_MAX)
+        return false;
+    for (; *s != '\0'; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z')
+              || (*s >= '0' && *s <= '9') || *s == '.' || *s == '-' || *s == '_'
+              || *s == ':'))
+            return false;
+    return true;
+}
+
+int dist_handover_format (const struct dist_handover *h, char *buf, size_t size)
+{
+    int n;
+
+    if (!valid_name (h->rank0_node) || !valid_name (h->rank0_addr))
+        return -1;
+    n = snprintf (buf, size, "step=%" PRIu32 ".%" PRIu32 " rank0=%s addr=%s fail_fast=%d",
+                  h->job_id, h->step_id, h->rank0_node, h->rank0_addr, h->fail_fast ? 1 : 0);
+    return n < 0 || (size_t) n >= size ? -1 : 0;
+}
+
+static int parse_u32 (const char *s, const char *end, uint32_t *out)
+{
+    unsigned long long v = 0;
+
+    if (s == end || end - s > 10)
+        return -1;
+    for (; s < end; s++) {
+        if (*s < '0' || *s > '9')
+            return -1;
+        v = v * 10 + (unsigned) (*s - '0');
+    }
+    if (v > UINT32_MAX)
+        return -1;
+    *out = (uint32_t) v;
+    return 0;
+}
+
+/* One "key=value" word of len bytes. */
+static int parse_word (const char *w, size_t len, struct dist_handover *h, bool *have_step)
+{
+    const char *eq = memchr (w, '=', len), *end = w + len;
+    char *dest = NULL;
+    size_t klen, vlen;
+
+    if (eq == NULL)
+        return -1;
+    klen = (size_t) (eq - w);
+    vlen = (size_t) (end - eq - 1);
+    if (klen == 4 && memcmp (w, "step", 4) == 0) {
+        const char *dot = memchr (eq + 1, '.', vlen);
+        if (dot == NULL || parse_u32 (eq + 1, dot, &h->job_id) < 0
+            || parse_u32 (dot + 1, end, &h->step_id) < 0)
+            return -1;
+        *have_step = true;
+        return 0;
+    }
+    if (klen == 9 && memcmp (w, "fail_fast", 9) == 0) {
+        if (vlen != 1 || (eq[1] != '0' && eq[1] != '1'))
+            return -1;
+        h->fail_fast = eq[1] == '1';
+        return 0;
+    }
+    if (klen == 5 && memcmp (w, "rank0", 5) == 0)
+        dest = h->rank0_node;
+    else if (klen == 4 && memcmp (w, "addr", 4) == 0)
+        dest = h->rank0_addr;
+    if (dest == NULL || vlen >= DIST_NODE_MAX)
+        return -1;
+    memcpy (dest, eq + 1, vlen);
+    dest[vlen] = '\0';
+    return valid_name (dest) ? 0 : -1;
+}
+
+int dist_handover_parse (const char *text, struct dist_handover *h)
+{
+    bool have_step = false;
+    const char *p = text, *w;
+
+    memset (h, 0, sizeof (*h));
+    if (text == NULL || strlen (text) >= DIST_HANDOVER_MAX)
+        return -1;
+    while (*p != '\0') {
+        while (*p == ' ')
+            p++;
+        if (*p == '\0')
+            break;
+        w = p;
+        while (*p != '\0' && *p != ' ')
+            p++;
+        if (parse_word (w, (size_t) (p - w), h, &have_step) < 0) {
+            memset (h, 0, sizeof (*h));
+            return -1;
+        }
+    }
+    if (!have_step) {
+        memset (h, 0, sizeof (*h));
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,27 @@
+/* compat.c - the definitions behind compat.h. */
+#include <slurm/slurm.h>
+#include <slurm/slurm_errno.h>
+#include <slurm/spank.h>
+
+#include "compat.h"
+
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(25, 5, 0)
+/* slurm_spank_init fails only for what srun and sbatch must refuse (an
+ * admin's plugstack typo, a failed option registration).  In slurmstepd
+ * that is the job's fault, not the node's: fail the job, never drain the
+ * node.  (Older releases have no such switch; the plugin never fails
+ * slurm_spank_init in slurmstepd there, see plugin.c.) */
+int slurm_spank_init_failure_mode = ESPANK_JOB_FAILURE;
+#endif
+
+/* srun's --kill-on-bad-exit defaults to slurm.conf's KillOnBadExit, which
+ * srun keeps in libslurm's configuration (srun's _kill_on_bad_exit(), the
+ * same from 22.05 to 26.05).  slurm.h declares its type; the variable is
+ * libslurm's and srun reads it when a task ends, so a change made by the
+ * plugin in srun applies to this srun's step only. */
+extern slurm_conf_t slurm_conf;
+
+void dist_compat_srun_kill_on_bad_exit (void)
+{
+    slurm_conf.kill_on_bad_exit = 1;
+}

@@ -1,0 +1,47 @@
+/* compat.h - the one place where the Slurm releases we support differ.
+ *
+ * One source tree builds against Slurm 22.05 to 26.05.  Everything that
+ * changed between them is handled here, by SLURM_VERSION_NUMBER; the rest
+ * of spank/ uses only what these releases share.  What changed, and how the
+ * plugin deals with it:
+ *
+ *  - 23.11: hostlist_t became the struct itself (a pointer typedef before),
+ *    and every slurm_hostlist_* call takes and returns hostlist_t *.  Code
+ *    uses dt_hostlist_t, which is the pointer type in every release.
+ *  - 23.11: slurmstepd holds Slurm's auth lock while it runs user_init as
+ *    the user, so an RPC from there kills slurmstepd ("auth_g_create:
+ *    pthread_rwlock_rdlock(): Resource deadlock avoided").  23.11, 25.11 and
+ *    26.05 also changed slurm_kill_job_step and slurm_notify_job, and 24.11
+ *    removed slurm_get_errno.  The plugin makes no RPC in slurmstepd at all:
+ *    srun asks slurmctld once per step (local.c) and fail fast is srun's own
+ *    kill-on-bad-exit (dist_compat_srun_kill_on_bad_exit below).
+ *  - 25.05: slurm_spank_init_failure_mode; a failing slurm_spank_init then
+ *    fails the job instead of draining the node (compat.c).
+ *  - Unchanged 22.05 to 26.05, and used freely: spank_get_item and its items,
+ *    spank_getenv/setenv/unsetenv, spank_option_register,
+ *    slurm_job_step_layout_get/free, slurm_load_node_single,
+ *    slurm_free_node_info_msg, slurm_strerror and the logging calls.
+ */
+#ifndef DIST_TRAIN_COMPAT_H
+#define DIST_TRAIN_COMPAT_H
+
+#include <slurm/slurm.h>
+#include <slurm/slurm_version.h>
+
+#if SLURM_VERSION_NUMBER < SLURM_VERSION_NUM(22, 5, 0)
+#error "slurm-dist-train needs Slurm 22.05 or later"
+#endif
+
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 11, 0)
+typedef hostlist_t *dt_hostlist_t;
+#else
+typedef hostlist_t dt_hostlist_t;
+#endif
+
+/* In srun: make srun kill the whole step when a task exits non-zero or is
+ * killed by a signal, as `srun --kill-on-bad-exit` does (one RPC, from srun,
+ * whatever the node count).  A -K/--kill-on-bad-exit or SLURM_KILL_BAD_EXIT
+ * the user gave still wins: srun reads this default only when they did not. */
+void dist_compat_srun_kill_on_bad_exit (void);
+
+#endif /* DIST_TRAIN_COMPAT_H */

@@ -1,0 +1,111 @@
+/* test_handover.c - srun's text for the nodes: round trip, and hostile input refused. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "libdist/handover.h"
+
+static void test_round_trip (void **state)
+{
+    struct dist_handover h = { .job_id = 4294967295u, .step_id = 7, .fail_fast = true };
+    struct dist_handover back;
+    char text[DIST_HANDOVER_MAX];
+
+    strcpy (h.rank0_node, "gpu-a017");
+    strcpy (h.rank0_addr, "10.1.2.17");
+    assert_int_equal (dist_handover_format (&h, text, sizeof (text)), 0);
+    assert_string_equal (text, "step=4294967295.7 rank0=gpu-a017 addr=10.1.2.17 fail_fast=1");
+    assert_int_equal (dist_handover_parse (text, &back), 0);
+    assert_int_equal (back.job_id, 4294967295u);
+    assert_int_equal (back.step_id, 7);
+    assert_string_equal (back.rank0_node, "gpu-a017");
+    assert_string_equal (back.rank0_addr, "10.1.2.17");
+    assert_true (back.fail_fast);
+}
+
+/* srun could not ask slurmctld: only the step and fail fast. */
+static void test_empty_names (void **state)
+{
+    struct dist_handover h = { .job_id = 3, .step_id = 0 };
+    char text[DIST_HANDOVER_MAX];
+
+    assert_int_equal (dist_handover_format (&h, text, sizeof (text)), 0);
+    assert_int_equal (dist_handover_parse (text, &h), 0);
+    assert_string_equal (h.rank0_node, "");
+    assert_string_equal (h.rank0_addr, "");
+    assert_false (h.fail_fast);
+    /* IPv6 NodeAddr */
+    assert_int_equal (dist_handover_parse ("step=1.2 addr=fd00::1:17 rank0=n1", &h), 0);
+    assert_string_equal (h.rank0_addr, "fd00::1:17");
+}
+
+static void test_format_refuses_odd_names (void **state)
+{
+    struct dist_handover h = { .job_id = 1 };
+    char text[DIST_HANDOVER_MAX];
+
+    strcpy (h.rank0_node, "node 1");
+    assert_int_equal (dist_handover_format (&h, text, sizeof (text)), -1);
+    strcpy (h.rank0_node, "node1");
+    strcpy (h.rank0_addr, "%s%n");
+    assert_int_equal (dist_handover_format (&h, text, sizeof (text)), -1);
+    strcpy (h.rank0_addr, "10.0.0.1");
+    assert_int_equal (dist_handover_format (&h, text, 10), -1); /* does not fit */
+}
+
+static void test_parse_refuses_hostile_text (void **state)
+{
+    static const char *bad[] = {
+        "",                                        /* no step */
+        "rank0=n1 addr=10.0.0.1",                  /* no step */
+        "step=1 rank0=n1",                         /* no step id */
+        "step=.1", "step=1.", "step=1.2.3",
+        "step=99999999999.1",                      /* beyond 32 bits */
+        "step=4294967296.0",
+        "step=-1.0", "step=1.0 fail_fast=2", "step=1.0 fail_fast=",
+        "step=1.0 colour=red",                     /* unknown key */
+        "step=1.0 rank0",                          /* no '=' */
+        "step=1.0 rank0=/proc/self/maps",
+        "step=1.0 addr=10.0.0.1;reboot",
+        "step=1.0 rank0=a\tb",
+        "step=1.0 rank0=n\n1",
+    };
+    struct dist_handover h;
+    char big[DIST_HANDOVER_MAX + 10];
+    size_t i;
+
+    for (i = 0; i < sizeof (bad) / sizeof (bad[0]); i++) {
+        memset (&h, 0x55, sizeof (h));
+        assert_int_equal (dist_handover_parse (bad[i], &h), -1);
+        assert_int_equal (h.job_id, 0); /* cleared, nothing half-read */
+        assert_string_equal (h.rank0_node, "");
+    }
+    assert_int_equal (dist_handover_parse (NULL, &h), -1);
+    /* a name of DIST_NODE_MAX characters does not fit */
+    memset (big, 'a', sizeof (big));
+    memcpy (big, "step=1.0 rank0=", 15);
+    big[15 + DIST_NODE_MAX] = '\0';
+    assert_int_equal (dist_handover_parse (big, &h), -1);
+    big[15 + DIST_NODE_MAX - 1] = '\0';
+    assert_int_equal (dist_handover_parse (big, &h), 0);
+    assert_int_equal (strlen (h.rank0_node), DIST_NODE_MAX - 1);
+    /* the whole text is bounded too */
+    memset (big, ' ', sizeof (big));
+    memcpy (big, "step=1.0", 8);
+    big[sizeof (big) - 1] = '\0';
+    assert_int_equal (dist_handover_parse (big, &h), -1);
+}
+
+int main (void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test (test_round_trip),
+        cmocka_unit_test (test_empty_names),
+        cmocka_unit_test (test_format_refuses_odd_names),
+        cmocka_unit_test (test_parse_refuses_hostile_text),
+    };
+    return cmocka_run_group_tests (tests, NULL, NULL);
+}
