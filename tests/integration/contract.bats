@@ -92,6 +92,22 @@ JOB
     [[ $output == *"off RANK=unset"* ]]
 }
 
+@test "--export=NONE: sbatch --dist-train and salloc --dist-train still reach the steps" {
+    # (no PATH in the steps: full paths)
+    sbatch_wait -N2 --export=NONE --dist-train <<'JOB'
+#!/bin/bash
+echo "batch RANK=${RANK:-unset}"
+srun -N2 -n2 /bin/bash -c 'echo "full RANK=$RANK MASTER_ADDR=$MASTER_ADDR"'
+JOB
+    echo "$output"
+    [[ $output == *"batch RANK=unset"* ]]
+    [[ $(grep -c "^full RANK=[01] MASTER_ADDR=$(node_addr node1)$" <<<"$output") -eq 2 ]]
+    run timeout 60 salloc -N2 --dist-train srun --export=NONE -N2 -n2 \
+        /bin/bash -c 'echo "salloc RANK=$RANK MASTER_ADDR=$MASTER_ADDR"'
+    echo "$output"
+    [[ $(grep -c "^salloc RANK=[01] MASTER_ADDR=$(node_addr node1)$" <<<"$output") -eq 2 ]]
+}
+
 @test "two concurrent steps of one job: different ports, both finish" {
     sbatch_wait -N2 --dist-train <<'JOB'
 #!/bin/bash
