@@ -13,9 +13,8 @@ static bool valid_name (const char *s)
     if (strlen (s) >= DIST_NODE_MAX)
         return false;
     for (; *s != '\0'; s++)
-        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z')
-              || (*s >= '0' && *s <= '9') || *s == '.' || *s == '-' || *s == '_'
-              || *s == ':'))
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9')
+              || *s == '.' || *s == '-' || *s == '_' || *s == ':'))
             return false;
     return true;
 }

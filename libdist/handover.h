@@ -17,15 +17,15 @@
 #include <stdint.h>
 
 #define DIST_HANDOVER_VAR "DIST_TRAIN_SRUN"
-#define DIST_NODE_MAX 256   /* a node name or a NodeAddr (a name or an address) */
+#define DIST_NODE_MAX 256 /* a node name or a NodeAddr (a name or an address) */
 #define DIST_HANDOVER_MAX (2 * DIST_NODE_MAX + 80)
 
 struct dist_handover {
     uint32_t job_id;
     uint32_t step_id;
-    char rank0_node[DIST_NODE_MAX];  /* "" when srun could not tell */
-    char rank0_addr[DIST_NODE_MAX];  /* Slurm's NodeAddr of it, "" = none */
-    bool fail_fast;                  /* srun stops the step on a bad exit */
+    char rank0_node[DIST_NODE_MAX]; /* "" when srun could not tell */
+    char rank0_addr[DIST_NODE_MAX]; /* Slurm's NodeAddr of it, "" = none */
+    bool fail_fast; /* srun stops the step on a bad exit */
 };
 
 /* Write h as text; -1 when a name has a character outside [A-Za-z0-9._:-]

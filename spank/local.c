@@ -93,9 +93,9 @@ int dist_train_local_user_init (spank_t sp)
             node_addr (node, h.rank0_addr, sizeof (h.rank0_addr));
             free (node);
         } else {
-            slurm_verbose ("%s: cannot read step %lu.%lu's layout from slurmctld: %s",
-                           PLUGIN_NAME, (unsigned long) h.job_id,
-                           (unsigned long) h.step_id, slurm_strerror (errno));
+            slurm_verbose ("%s: cannot read step %lu.%lu's layout from slurmctld: %s", PLUGIN_NAME,
+                           (unsigned long) h.job_id, (unsigned long) h.step_id,
+                           slurm_strerror (errno));
         }
     }
     /* (a name Slurm would not hold is left for the nodes to find) */

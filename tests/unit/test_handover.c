@@ -10,7 +10,7 @@
 
 static void test_round_trip (void **state)
 {
-    struct dist_handover h = { .job_id = 4294967295u, .step_id = 7, .fail_fast = true };
+    struct dist_handover h = {.job_id = 4294967295u, .step_id = 7, .fail_fast = true};
     struct dist_handover back;
     char text[DIST_HANDOVER_MAX];
 
@@ -29,7 +29,7 @@ static void test_round_trip (void **state)
 /* srun could not ask slurmctld: only the step and fail fast. */
 static void test_empty_names (void **state)
 {
-    struct dist_handover h = { .job_id = 3, .step_id = 0 };
+    struct dist_handover h = {.job_id = 3, .step_id = 0};
     char text[DIST_HANDOVER_MAX];
 
     assert_int_equal (dist_handover_format (&h, text, sizeof (text)), 0);
@@ -44,7 +44,7 @@ static void test_empty_names (void **state)
 
 static void test_format_refuses_odd_names (void **state)
 {
-    struct dist_handover h = { .job_id = 1 };
+    struct dist_handover h = {.job_id = 1};
     char text[DIST_HANDOVER_MAX];
 
     strcpy (h.rank0_node, "node 1");
@@ -59,15 +59,19 @@ static void test_format_refuses_odd_names (void **state)
 static void test_parse_refuses_hostile_text (void **state)
 {
     static const char *bad[] = {
-        "",                                        /* no step */
-        "rank0=n1 addr=10.0.0.1",                  /* no step */
-        "step=1 rank0=n1",                         /* no step id */
-        "step=.1", "step=1.", "step=1.2.3",
-        "step=99999999999.1",                      /* beyond 32 bits */
+        "", /* no step */
+        "rank0=n1 addr=10.0.0.1", /* no step */
+        "step=1 rank0=n1", /* no step id */
+        "step=.1",
+        "step=1.",
+        "step=1.2.3",
+        "step=99999999999.1", /* beyond 32 bits */
         "step=4294967296.0",
-        "step=-1.0", "step=1.0 fail_fast=2", "step=1.0 fail_fast=",
-        "step=1.0 colour=red",                     /* unknown key */
-        "step=1.0 rank0",                          /* no '=' */
+        "step=-1.0",
+        "step=1.0 fail_fast=2",
+        "step=1.0 fail_fast=",
+        "step=1.0 colour=red", /* unknown key */
+        "step=1.0 rank0", /* no '=' */
         "step=1.0 rank0=/proc/self/maps",
         "step=1.0 addr=10.0.0.1;reboot",
         "step=1.0 rank0=a\tb",

@@ -50,7 +50,7 @@ int main (void)
                 SLURM_VERSION_NUMBER);
         return 1;
     }
-    printf ("PASS: %s loads with every symbol resolved against %s (Slurm 0x%06x)\n", plugin,
-            full, SLURM_VERSION_NUMBER);
+    printf ("PASS: %s loads with every symbol resolved against %s (Slurm 0x%06x)\n", plugin, full,
+            SLURM_VERSION_NUMBER);
     return 0;
 }
