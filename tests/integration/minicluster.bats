@@ -5,6 +5,8 @@
 
 BATS_TEST_TIMEOUT=${BATS_TEST_TIMEOUT:-120}
 
+load helpers/common
+
 setup_file() {
 	export MINICLUSTER="$BATS_TEST_DIRNAME/../../scripts/minicluster"
 	export CLUSTER_DIR="$BATS_FILE_TMPDIR/cluster"
@@ -88,6 +90,7 @@ minicluster-mark-node3" ]
 }
 
 @test "srun --mpi=pmix -N2 -n4 gives PMIX_RANK 0..3 across two nodes" {
+	require_pmix
 	run in_cluster bash -c 'srun --mpi=pmix -N2 -n4 --ntasks-per-node=2 bash -c "echo \$PMIX_RANK \$(hostname)" | sort'
 	[ "$status" -eq 0 ]
 	[ "$output" = "0 node1
@@ -97,6 +100,7 @@ minicluster-mark-node3" ]
 }
 
 @test "a PMIx client exchanges data across nodes (put, commit, fence with collect, get)" {
+	require_pmix
 	command -v cc >/dev/null || skip "no C compiler"
 	local pmix_flags
 	pmix_flags=$(pkg-config --cflags --libs pmix 2>/dev/null || echo -lpmix)

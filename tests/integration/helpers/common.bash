@@ -136,3 +136,18 @@ sbatch_wait() {
     (cd "$MINICLUSTER_DIR" && timeout 120 sbatch --wait -o "$out" "$@" "$script" >/dev/null)
     output=$(cat "$out")
 }
+
+# Skip the test where this Slurm has no mpi/pmix plugin (Debian forky's 26.05
+# ships none): what needs srun --mpi=pmix (the shim, PMIx clients, MPI
+# programs) cannot run there.  Asks srun --mpi=list once per bats run, with
+# the cluster of $SLURM_CONF, else of $CLUSTER_DIR; when srun cannot answer,
+# nothing is skipped and the test fails on its own.
+require_pmix() {
+    local cache=$BATS_RUN_TMPDIR/srun-mpi-list conf=${SLURM_CONF:-${CLUSTER_DIR:+$CLUSTER_DIR/slurm.conf}} out
+    if [[ ! -s $cache ]]; then
+        out=$(SLURM_CONF=$conf timeout 30 srun --mpi=list 2>&1) || return 0
+        printf '%s\n' "$out" >"$cache"
+    fi
+    grep -qw pmix "$cache" ||
+        skip "$(srun --version 2>/dev/null || echo this Slurm) has no mpi/pmix plugin (srun --mpi=list: $(grep -v '^MPI plugin' "$cache" | tr -s ' \t\n' ' '))"
+}
