@@ -76,8 +76,32 @@ def train(args):
           f"({'preempted' if step < args.steps else 'done'})", flush=True)
 
 
+def use_libuv_only_if_built():
+    """Set USE_LIBUV=0 when this PyTorch lacks libuv (unless the user chose).
+
+    PyTorch 2.4 and later rendezvous (env://, tcp://) through a libuv TCPStore
+    unless USE_LIBUV=0, and fail where PyTorch was built without libuv, as
+    Debian forky's 2.14 is: "use_libuv was requested but PyTorch was built
+    without libuv support, run with USE_LIBUV=0".  A throwaway store server on
+    a free loopback port tells; PyTorch without the option (Debian 12's 1.13)
+    never uses libuv and is left alone.
+    """
+    if "USE_LIBUV" in os.environ:
+        return
+    try:
+        store = dist.TCPStore("127.0.0.1", 0, 1, True, use_libuv=True, wait_for_workers=False)
+    except TypeError:  # no use_libuv: PyTorch before libuv
+        return
+    except RuntimeError as e:
+        if "libuv" in str(e):
+            os.environ["USE_LIBUV"] = "0"
+        return
+    del store
+
+
 def main():
     args = parse_args()
+    use_libuv_only_if_built()
     dist.init_process_group("gloo")
     train(args)
     # End the group while Python is fully alive, after the model is gone with
