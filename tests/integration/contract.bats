@@ -352,6 +352,7 @@ for r, h, text in rows:
 }
 
 @test "an OpenMPI program (mpi4py) under --mpi=pmix: the flag changes nothing MPI does" {
+    require_pmix
     local prog=$TOP/tests/integration/helpers/mpi_hello.py
     run timeout 120 srun --mpi=pmix -N3 -n6 "$TORCH_PYTHON" "$prog"
     echo "$output"

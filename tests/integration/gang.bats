@@ -139,6 +139,7 @@ wait_lines() {
 }
 
 @test "preemption: scancel --signal=USR2, every rank stops at the same step, exits 0, and resumes" {
+    require_pmix
     start_training --dist-train -N3 -n3
     wait_lines 3 'starting at step 0'
     sleep 1 # some training steps
@@ -183,6 +184,7 @@ wait_lines() {
 }
 
 @test "watchdog: a wedged rank ends the step, named, instead of holding it" {
+    require_pmix
     local t0=$(date +%s)
     DTSHIM_LIBRARY=$TOP/shim/.libs/libdtshim.so.0 PYTHONPATH=$TOP/python \
         run timeout 120 srun --mpi=pmix --dist-train=watchdog=4 -N3 -n3 "$TORCH_PYTHON" \
@@ -197,6 +199,7 @@ wait_lines() {
 }
 
 @test "no watchdog by default: a slow rank is only slow" {
+    require_pmix
     DTSHIM_LIBRARY=$TOP/shim/.libs/libdtshim.so.0 PYTHONPATH=$TOP/python \
         run timeout 120 srun --mpi=pmix --dist-train -N2 -n2 "$TORCH_PYTHON" \
         "$PREEMPT_TRAIN" --dir "$MINICLUSTER_DIR" --steps 3 --step-time 2

@@ -31,6 +31,7 @@ setup() {
 count() { grep -c "^$1" <<<"$output" || true; }
 
 @test "facts from PMIx: ranks, local ranks, node ranks and the chief on 3 nodes" {
+    require_pmix
     run timeout 60 srun --mpi=pmix -N3 -n6 --ntasks-per-node=2 "$CHECK" facts
     echo "$output"
     [ "$status" -eq 0 ]
@@ -42,6 +43,7 @@ count() { grep -c "^$1" <<<"$output" || true; }
 }
 
 @test "every collective, every rank as root, 0 B, 1 B, 4 KiB and 4 MiB, on 3 nodes" {
+    require_pmix
     run timeout 120 srun --mpi=pmix -N3 -n6 --ntasks-per-node=2 "$CHECK" collectives 3
     echo "$output"
     [ "$status" -eq 0 ]
@@ -49,6 +51,7 @@ count() { grep -c "^$1" <<<"$output" || true; }
 }
 
 @test "30 rounds of every collective in a row on 2 nodes" {
+    require_pmix
     run timeout 120 srun --mpi=pmix -N2 -n4 "$CHECK" collectives 10
     echo "$output"
     [ "$status" -eq 0 ]
@@ -56,6 +59,7 @@ count() { grep -c "^$1" <<<"$output" || true; }
 }
 
 @test "a 128-byte unique id (as an ncclUniqueId) reaches every rank; a failed one is an error everywhere" {
+    require_pmix
     run timeout 60 srun --mpi=pmix -N3 -n6 "$CHECK" unique-id 1
     echo "$output"
     [ "$status" -eq 0 ]
@@ -68,6 +72,7 @@ count() { grep -c "^$1" <<<"$output" || true; }
 }
 
 @test "several ids from several roots (ncclCommInitRankScalable's); a failed root is an error everywhere" {
+    require_pmix
     run timeout 60 srun --mpi=pmix -N3 -n6 "$CHECK" unique-ids 3 -1
     echo "$output"
     [ "$status" -eq 0 ]
@@ -81,6 +86,7 @@ count() { grep -c "^$1" <<<"$output" || true; }
 }
 
 @test "ranks that pass different sizes or call different collectives all get an error, and go on" {
+    require_pmix
     run timeout 60 srun --mpi=pmix -N3 -n6 "$CHECK" misuse
     echo "$output"
     [ "$status" -eq 0 ]
@@ -111,6 +117,7 @@ preempt_one_task() {
 }
 
 @test "SIGUSR2 to one task: every rank stops at the same step; the program's own handler ran" {
+    require_pmix
     preempt_one_task USR2 4
     echo "$output"
     [ "$status" -eq 0 ]
@@ -121,6 +128,7 @@ preempt_one_task() {
 }
 
 @test "2000 preemption decisions in a row: the right answer at every call on every rank" {
+    require_pmix
     run timeout 120 srun --mpi=pmix -N3 -n6 "$TORCH_PYTHON" \
         "$TOP/tests/integration/helpers/shim_votes.py" 2000 4 1500
     echo "$output"
@@ -129,6 +137,7 @@ preempt_one_task() {
 }
 
 @test "scancel --signal=USR2 of the step: every rank stops at the same step" {
+    require_pmix
     preempt_one_task USR2 step
     echo "$output"
     [ "$status" -eq 0 ]
@@ -137,6 +146,7 @@ preempt_one_task() {
 }
 
 @test "SIGTERM to one task: recorded, every rank stops at the same step and exits 0" {
+    require_pmix
     preempt_one_task TERM 1
     echo "$output"
     [ "$status" -eq 0 ]
@@ -160,6 +170,7 @@ preempt_one_task() {
 }
 
 @test "a killed peer: no hang; the others time out within the deadline unless Slurm ends the step first" {
+    require_pmix
     local t0=$SECONDS
     DTSHIM_TIMEOUT=5 run timeout 60 srun --mpi=pmix -K0 -N3 -n6 "$CHECK" deadline 4 kill
     echo "$output"
@@ -172,6 +183,7 @@ preempt_one_task() {
 }
 
 @test "a stopped peer: the others get a timeout within the deadline" {
+    require_pmix
     local t0=$SECONDS
     DTSHIM_TIMEOUT=5 run timeout 60 srun --mpi=pmix -K0 -W5 -N3 -n6 "$CHECK" deadline 2 stop
     echo "$output"
@@ -180,6 +192,7 @@ preempt_one_task() {
 }
 
 @test "DTSHIM_ABORT_ON_TIMEOUT=1: a timeout ends the whole step" {
+    require_pmix
     local t0=$SECONDS
     DTSHIM_TIMEOUT=5 DTSHIM_ABORT_ON_TIMEOUT=1 run timeout 60 \
         srun --mpi=pmix -K0 -N3 -n6 "$CHECK" deadline 2 stop
@@ -215,6 +228,7 @@ print("world of one")'
 }
 
 @test "inside an OpenMPI (mpi4py) program: dtshim and MPI share PMIx and agree" {
+    require_pmix
     run timeout 120 srun --mpi=pmix -N3 -n6 "$TORCH_PYTHON" "$TOP/tests/integration/helpers/shim_mpi.py"
     echo "$output"
     [ "$status" -eq 0 ]
@@ -222,6 +236,7 @@ print("world of one")'
 }
 
 @test "the Python module in a PyTorch gloo job: port shared over PMIx, preemption at the same step" {
+    require_pmix
     run timeout 120 srun --mpi=pmix -N2 -n4 "$TORCH_PYTHON" "$TOP/tests/integration/helpers/shim_torch.py"
     echo "$output"
     [ "$status" -eq 0 ]

@@ -146,8 +146,10 @@ require_pmix() {
     local cache=$BATS_RUN_TMPDIR/srun-mpi-list conf=${SLURM_CONF:-${CLUSTER_DIR:+$CLUSTER_DIR/slurm.conf}} out
     if [[ ! -s $cache ]]; then
         out=$(SLURM_CONF=$conf timeout 30 srun --mpi=list 2>&1) || return 0
-        printf '%s\n' "$out" >"$cache"
+        # srun --version (24.11 and later) also wants the cluster's slurm.conf
+        printf '%s: %s\n' "$(SLURM_CONF=$conf timeout 10 srun --version 2>/dev/null)" \
+            "$(grep -v '^MPI plugin' <<<"$out" | tr -s ' \t\n' ' ')" >"$cache"
     fi
     grep -qw pmix "$cache" ||
-        skip "$(srun --version 2>/dev/null || echo this Slurm) has no mpi/pmix plugin (srun --mpi=list: $(grep -v '^MPI plugin' "$cache" | tr -s ' \t\n' ' '))"
+        skip "no mpi/pmix plugin in this Slurm, $(cat "$cache")(srun --mpi=list)"
 }
