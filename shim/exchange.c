@@ -2,6 +2,7 @@
  * collection, and gets, all non-blocking with the collective's deadline, because Slurm's
  * PMIx ignores PMIX_TIMEOUT and waits 300 s for a peer that will never come. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,10 +10,18 @@
 #include "shim/shim.h"
 
 /* PMIx calls in flight. A get's result lands in its slot. When the caller gives up at the
- * deadline it abandons the whole thing, and the last callback to come frees it. */
+ * deadline it abandons the whole thing, and the last callback to come frees it.
+ *
+ * PMIx_Get_nb keeps the key and info pointers it is given, not copies, until its callback:
+ * PMIx 5 sends a get it cannot answer from its cache to the server later, from its progress
+ * thread, and answers every get of a rank in flight from that one reply by looking up each
+ * get's key then. So each get's key lives in its slot, and the directives in the pending,
+ * as long as the callbacks can come (one key buffer reused for several gets in flight made
+ * them all read the last key: "chunk 1 has 24 bytes"). */
 struct pending;
 struct slot {
     struct pending *owner;
+    char key[PMIX_MAX_KEYLEN + 1];
     pmix_status_t status;
     uint8_t *bytes;
     size_t len;
@@ -22,7 +31,10 @@ struct pending {
     pthread_cond_t done_cond;
     int outstanding;
     bool abandoned;
+    bool any_type; /* a get may find a value of any type (only its presence counts) */
     pmix_status_t status; /* of the fence */
+    pmix_info_t *info; /* the gets' directives, or NULL */
+    size_t ninfo;
     size_t n;
     struct slot slots[];
 };
@@ -49,6 +61,8 @@ static void pending_free (struct pending *p)
 {
     for (size_t i = 0; i < p->n; i++)
         free (p->slots[i].bytes);
+    if (p->info != NULL)
+        PMIX_INFO_FREE (p->info, p->ninfo);
     pthread_cond_destroy (&p->done_cond);
     pthread_mutex_destroy (&p->lock);
     free (p);
@@ -190,10 +204,10 @@ static void get_done (pmix_status_t status, pmix_value_t *kv, void *cbdata)
 
     pthread_mutex_lock (&p->lock);
     s->status = status;
-    if (status == PMIX_SUCCESS && (kv == NULL || kv->type != PMIX_BYTE_OBJECT))
+    if (status == PMIX_SUCCESS && !p->any_type && (kv == NULL || kv->type != PMIX_BYTE_OBJECT))
         s->status = PMIX_ERR_TYPE_MISMATCH;
     /* kv belongs to PMIx and goes away when this returns. */
-    if (s->status == PMIX_SUCCESS && !p->abandoned) {
+    if (s->status == PMIX_SUCCESS && !p->any_type && !p->abandoned) {
         s->len = kv->data.bo.size;
         s->bytes = malloc (s->len > 0 ? s->len : 1);
         if (s->bytes == NULL)
@@ -204,23 +218,20 @@ static void get_done (pmix_status_t status, pmix_value_t *kv, void *cbdata)
     pending_done_locked (p);
 }
 
-/* Get chunks[i] of ranks[i], i < n, all at once, into p's slots. */
-static int get_all (struct pending *p, const int *ranks, size_t n, const size_t *chunks,
-                    uint64_t seq)
+/* Start a get of the key in each of p's first n slots from ranks[i], all at once (the key
+ * and p->info stay with p until the callbacks have come), and wait for them. */
+static int get_started (struct pending *p, const int *ranks, size_t n, uint64_t seq)
 {
-    char key[PMIX_MAX_KEYLEN + 1];
     pmix_proc_t peer;
     pmix_status_t rc;
-    int rv;
 
     PMIX_LOAD_NSPACE (peer.nspace, shim_world.self.nspace);
     for (size_t i = 0; i < n; i++) {
-        shim_key (key, sizeof (key), seq, chunks[i]);
         peer.rank = (pmix_rank_t) ranks[i];
         pthread_mutex_lock (&p->lock);
         p->outstanding++;
         pthread_mutex_unlock (&p->lock);
-        rc = PMIx_Get_nb (&peer, key, NULL, 0, get_done, &p->slots[i]);
+        rc = PMIx_Get_nb (&peer, p->slots[i].key, p->info, p->ninfo, get_done, &p->slots[i]);
         if (rc != PMIX_SUCCESS) {
             pthread_mutex_lock (&p->lock);
             p->slots[i].status = rc;
@@ -228,16 +239,72 @@ static int get_all (struct pending *p, const int *ranks, size_t n, const size_t 
             pthread_mutex_unlock (&p->lock);
         }
     }
-    if ((rv = pending_wait (p, seq, "get")) != DTSHIM_OK)
+    return pending_wait (p, seq, "get");
+}
+
+/* Get chunks[i] of ranks[i], i < n, all at once, into p's slots. */
+static int get_all (struct pending *p, const int *ranks, size_t n, const size_t *chunks,
+                    uint64_t seq)
+{
+    int rv;
+
+    for (size_t i = 0; i < n; i++)
+        shim_key (p->slots[i].key, sizeof (p->slots[i].key), seq, chunks[i]);
+    if ((rv = get_started (p, ranks, n, seq)) != DTSHIM_OK)
         return rv;
     for (size_t i = 0; i < n; i++) {
-        if (p->slots[i].status != PMIX_SUCCESS) {
-            shim_key (key, sizeof (key), seq, chunks[i]);
-            return shim_fail (DTSHIM_ERR_PMIX, "PMIx_Get(%s of rank %d) failed: %s", key, ranks[i],
-                              PMIx_Error_string (p->slots[i].status));
-        }
+        if (p->slots[i].status != PMIX_SUCCESS)
+            return shim_fail (DTSHIM_ERR_PMIX, "PMIx_Get(%s of rank %d) failed: %s",
+                              p->slots[i].key, ranks[i], PMIx_Error_string (p->slots[i].status));
     }
     return DTSHIM_OK;
+}
+
+int shim_probe (const char *key, uint64_t seq, int *any)
+{
+    struct pending *p;
+    int *ranks, n = 0, rv;
+    bool yes = true;
+
+    *any = 0;
+    if (shim_world.size <= 1)
+        return DTSHIM_OK;
+    ranks = calloc ((size_t) shim_world.size, sizeof (*ranks));
+    if (ranks == NULL || (p = pending_new ((size_t) shim_world.size - 1)) == NULL) {
+        free (ranks);
+        return DTSHIM_ERR_NO_MEMORY;
+    }
+    PMIX_INFO_CREATE (p->info, 1);
+    if (p->info == NULL) {
+        pending_free (p);
+        free (ranks);
+        return DTSHIM_ERR_NO_MEMORY;
+    }
+    p->ninfo = 1;
+    PMIX_INFO_LOAD (&p->info[0], PMIX_IMMEDIATE, &yes, PMIX_BOOL);
+    p->any_type = true;
+    for (int r = 0; r < shim_world.size; r++) {
+        if (r == shim_world.rank)
+            continue;
+        ranks[n] = r;
+        snprintf (p->slots[n].key, sizeof (p->slots[n].key), "%s", key);
+        n++;
+    }
+    if ((rv = get_started (p, ranks, (size_t) n, seq)) != DTSHIM_OK) {
+        free (ranks);
+        return rv; /* a timeout leaves p to the callbacks */
+    }
+    for (int i = 0; i < n && rv == DTSHIM_OK; i++) {
+        pmix_status_t st = p->slots[i].status;
+        if (st == PMIX_SUCCESS)
+            *any = 1;
+        else if (st != PMIX_ERR_NOT_FOUND)
+            rv = shim_fail (DTSHIM_ERR_PMIX, "PMIx_Get(%s of rank %d) failed: %s", key, ranks[i],
+                            PMIx_Error_string (st));
+    }
+    pending_free (p);
+    free (ranks);
+    return rv;
 }
 
 void shim_pieces_free (struct shim_piece *pieces, int count)

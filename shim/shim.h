@@ -58,5 +58,9 @@ int shim_fence (uint64_t seq);
  * fetched before the deadline; free them with shim_pieces_free(). */
 int shim_read (enum shim_op op, uint64_t seq, int first, int count, struct shim_piece *out);
 void shim_pieces_free (struct shim_piece *pieces, int count);
+/* Whether any other rank has put key, as the data of the last collecting fence tell it: a get
+ * from every other rank at once, with PMIX_IMMEDIATE (the local server answers from what it
+ * holds and never waits for a key that was not put), before the deadline. */
+int shim_probe (const char *key, uint64_t seq, int *any);
 
 #endif
