@@ -136,7 +136,7 @@ static void load (const struct machine *m, struct dist_topo *t)
 {
     char path[1024], err[256] = "";
     topology_path (m->file, path, sizeof (path));
-    if (dist_topo_load (t, path, err, sizeof (err)) < 0)
+    if (dist_topo_load (t, path, DIST_TOPO_IO, err, sizeof (err)) < 0)
         fail_msg ("%s: %s", path, err);
 }
 
@@ -858,22 +858,98 @@ static void test_broken_xml (void **state)
 
     write_file (file, xml, len / 2);                       /* truncated */
     err[0] = '\0';
-    assert_int_equal (dist_topo_load (&t, file, err, sizeof (err)), -1);
+    assert_int_equal (dist_topo_load (&t, file, DIST_TOPO_IO, err, sizeof (err)), -1);
     assert_non_null (strstr (err, file));
     assert_null (t.topo);
     write_file (file, "", 0);                              /* empty */
     err[0] = '\0';
-    assert_int_equal (dist_topo_load (&t, file, err, sizeof (err)), -1);
+    assert_int_equal (dist_topo_load (&t, file, DIST_TOPO_IO, err, sizeof (err)), -1);
     assert_true (err[0] != '\0');
     write_file (file, "<topology>", 10);                   /* not hwloc's */
     err[0] = '\0';
-    assert_int_equal (dist_topo_load (&t, file, err, sizeof (err)), -1);
+    assert_int_equal (dist_topo_load (&t, file, DIST_TOPO_IO, err, sizeof (err)), -1);
     assert_true (err[0] != '\0');
     assert_int_equal (unlink (file), 0);                   /* missing */
     err[0] = '\0';
-    assert_int_equal (dist_topo_load (&t, file, err, sizeof (err)), -1);
+    assert_int_equal (dist_topo_load (&t, file, DIST_TOPO_IO, err, sizeof (err)), -1);
     assert_non_null (strstr (err, file));
     assert_int_equal (rmdir (tmp), 0);
+}
+
+/* ---- the per-boot cache ------------------------------------------------ */
+
+#define BOOT_A "0e1c7b5a-3f2d-4c1e-9a8b-7d6e5f4a3b2c"
+#define BOOT_B "9f8e7d6c-5b4a-4321-8765-fedcba987654"
+
+/* A cache is good for one boot, one hwloc and our format; one without I/O
+ * devices serves only steps that place no GPUs or NICs. */
+static void test_cache_key (void **state)
+{
+    char with_io[DIST_TOPO_CACHE_KEY_MAX], without[DIST_TOPO_CACHE_KEY_MAX];
+
+    assert_int_equal (dist_topo_cache_key (with_io, sizeof (with_io), BOOT_A, 0x20900, true), 0);
+    assert_int_equal (dist_topo_cache_key (without, sizeof (without), BOOT_A, 0x20900, false), 0);
+    assert_string_not_equal (with_io, without);
+    assert_true (dist_topo_cache_usable (with_io, BOOT_A, 0x20900, true));
+    assert_true (dist_topo_cache_usable (with_io, BOOT_A, 0x20900, false));
+    assert_true (dist_topo_cache_usable (without, BOOT_A, 0x20900, false));
+    assert_false (dist_topo_cache_usable (without, BOOT_A, 0x20900, true));
+    assert_false (dist_topo_cache_usable (with_io, BOOT_B, 0x20900, true)); /* rebooted */
+    assert_false (dist_topo_cache_usable (with_io, BOOT_A, 0x20a00, true)); /* new hwloc */
+    assert_false (dist_topo_cache_usable (NULL, BOOT_A, 0x20900, false));
+    assert_false (dist_topo_cache_usable ("", BOOT_A, 0x20900, false));
+    /* a boot id that is not one gives no key, and so no usable cache */
+    assert_int_equal (dist_topo_cache_key (with_io, sizeof (with_io), "", 0x20900, true), -1);
+    assert_int_equal (dist_topo_cache_key (with_io, sizeof (with_io), BOOT_A "0", 0x20900, true),
+                      -1);
+    assert_int_equal (
+        dist_topo_cache_key (with_io, sizeof (with_io), "0e1c7b5a/3f2d-4c1e-9a8b-7d6e5f4a3b2c",
+                             0x20900, true),
+        -1);
+    assert_int_equal (dist_topo_cache_key (with_io, 20, BOOT_A, 0x20900, true), -1);
+}
+
+/* What the cache holds loads back from memory, with its key, as this
+ * machine's; a text that is cut or not NUL-terminated is refused. */
+static void test_cache_round_trip (void **state)
+{
+    char path[1024], err[256], key[DIST_TOPO_CACHE_KEY_MAX];
+    struct dist_topo t, back;
+    char *xml = NULL;
+    int len = 0;
+
+    topology_path (pascal.file, path, sizeof (path));
+    assert_int_equal (dist_topo_load (&t, path, DIST_TOPO_IO, err, sizeof (err)), 0);
+    assert_int_equal (dist_topo_cache_key (key, sizeof (key), BOOT_A, 0x20900, true), 0);
+    assert_int_equal (hwloc_obj_add_info (hwloc_get_root_obj (t.topo), DIST_TOPO_CACHE_INFO, key),
+                      0);
+    assert_int_equal (hwloc_topology_export_xmlbuffer (t.topo, &xml, &len, 0), 0);
+    assert_int_equal (dist_topo_load_xml (&back, xml, (size_t) len,
+                                          DIST_TOPO_IO | DIST_TOPO_THIS_SYSTEM, err, sizeof (err)),
+                      0);
+    assert_true (back.this_system);
+    assert_int_equal (back.ngpus, t.ngpus);
+    assert_int_equal (back.nnics, t.nnics);
+    assert_string_equal (back.gpu[0].busid, t.gpu[0].busid);
+    assert_string_equal (
+        hwloc_obj_get_info_by_name (hwloc_get_root_obj (back.topo), DIST_TOPO_CACHE_INFO), key);
+    dist_topo_destroy (&back);
+    /* without I/O devices: no GPUs */
+    assert_int_equal (dist_topo_load_xml (&back, xml, (size_t) len, 0, err, sizeof (err)), 0);
+    assert_int_equal (back.ngpus, 0);
+    dist_topo_destroy (&back);
+    /* cut in half (NUL-terminated there), then not NUL-terminated at all */
+    xml[len / 2] = '\0';
+    assert_int_equal (dist_topo_load_xml (&back, xml, (size_t) len / 2 + 1, DIST_TOPO_IO, err,
+                                          sizeof (err)),
+                      -1);
+    assert_null (back.topo);
+    assert_int_equal (dist_topo_load_xml (&back, xml, (size_t) len / 2, DIST_TOPO_IO, err,
+                                          sizeof (err)),
+                      -1);
+    assert_int_equal (dist_topo_load_xml (&back, xml, 0, DIST_TOPO_IO, err, sizeof (err)), -1);
+    hwloc_free_xmlbuffer (t.topo, xml);
+    dist_topo_destroy (&t);
 }
 
 /* ---- Slurm's lists ---------------------------------------------------- */
@@ -1065,6 +1141,8 @@ int main (void)
         cmocka_unit_test (test_step_gpus_the_topology_lacks),
         cmocka_unit_test (test_most_tasks),
         cmocka_unit_test (test_broken_xml),
+        cmocka_unit_test (test_cache_key),
+        cmocka_unit_test (test_cache_round_trip),
         cmocka_unit_test (test_index_list),
         cmocka_unit_test (test_index_list_bad),
         cmocka_unit_test (test_split_list),
