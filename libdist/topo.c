@@ -1,4 +1,5 @@
 /* topo.c - load a node's topology and find its GPUs and RDMA NICs. */
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -234,4 +235,75 @@ bool dist_topo_cache_usable (const char *stored, const char *boot_id, unsigned h
         return true; /* with I/O devices: good for every step */
     return !need_io && dist_topo_cache_key (key, sizeof (key), boot_id, hwloc_version, false) == 0
            && strcmp (stored, key) == 0;
+}
+
+#define SEAL_START "<!-- slurm-dist-train topology cache: length="
+
+static uint64_t fnv1a64 (const char *p, size_t len)
+{
+    uint64_t h = 14695981039346656037ULL;
+
+    while (len-- > 0) {
+        h ^= (unsigned char) *p++;
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+int dist_topo_cache_seal (const char *xml, size_t len, const char *key, char *line, size_t size)
+{
+    int n = snprintf (line, size, SEAL_START "%zu fnv1a64=%016" PRIx64 " key=%s -->\n", len,
+                      fnv1a64 (xml, len), key);
+    return n < 0 || (size_t) n >= size ? -1 : 0;
+}
+
+long dist_topo_cache_unseal (const char *text, size_t len, char *key, size_t keysize)
+{
+    const size_t start_len = sizeof (SEAL_START) - 1;
+    const char *seal = NULL, *p, *end;
+    unsigned long long xmllen, hash;
+    char line[DIST_TOPO_CACHE_KEY_MAX + 128], *q;
+    size_t i, linelen;
+
+    /* the seal is the last line: find where it starts */
+    if (len < start_len + 2 || text[len - 1] != '\n')
+        return -1;
+    for (i = len - 1; i > 0 && len - i <= sizeof (line); i--)
+        if (text[i - 1] == '\n') {
+            seal = text + i;
+            break;
+        }
+    if (seal == NULL)
+        return -1;
+    linelen = (size_t) (text + len - seal);
+    if (linelen >= sizeof (line) || linelen < start_len
+        || memcmp (seal, SEAL_START, start_len) != 0)
+        return -1;
+    memcpy (line, seal, linelen);
+    line[linelen - 1] = '\0'; /* the newline */
+    p = line + start_len;
+    if (*p < '0' || *p > '9')
+        return -1;
+    xmllen = strtoull (p, &q, 10);
+    if (strncmp (q, " fnv1a64=", 9) != 0)
+        return -1;
+    p = q + 9;
+    for (end = p; (*end >= '0' && *end <= '9') || (*end >= 'a' && *end <= 'f'); end++)
+        ;
+    if (end - p != 16)
+        return -1;
+    hash = strtoull (p, NULL, 16);
+    if (strncmp (end, " key=", 5) != 0)
+        return -1;
+    p = end + 5;
+    end = strstr (p, " -->");
+    if (end == NULL || end[4] != '\0' || (size_t) (end - p) >= keysize)
+        return -1;
+    /* the text before the seal is exactly the XML it was made for */
+    if (xmllen != (unsigned long long) (seal - text) || xmllen > LONG_MAX
+        || fnv1a64 (text, (size_t) xmllen) != hash)
+        return -1;
+    memcpy (key, p, (size_t) (end - p));
+    key[end - p] = '\0';
+    return (long) xmllen;
 }

@@ -58,16 +58,26 @@ int dist_topo_load (struct dist_topo *t, const char *xmlfile, unsigned flags, ch
                     size_t errsz);
 
 /* The node's topology cache (spank/topocache.c) is valid for one boot, one
- * hwloc and one format of ours; its key is kept in the XML's root object
- * under DIST_TOPO_CACHE_INFO.  io says whether it holds I/O devices. */
-#define DIST_TOPO_CACHE_INFO "SlurmDistTrainCache"
-#define DIST_TOPO_CACHE_FORMAT 1
+ * hwloc and one format of ours; io says whether it holds I/O devices.  Its
+ * file is the XML text followed by a seal: one comment line with the key,
+ * the text's length and its FNV-1a hash.  hwloc's XML import crashes on some
+ * corrupt files, so a cache is parsed only when its seal holds. */
+#define DIST_TOPO_CACHE_FORMAT 2
 #define DIST_TOPO_CACHE_KEY_MAX 128
 
 /* The key for this boot (the kernel's boot_id) and hwloc version; -1 when
  * boot_id is not one (36 characters of hex digits and dashes). */
 int dist_topo_cache_key (char *buf, size_t size, const char *boot_id, unsigned hwloc_version,
                          bool io);
+
+/* The seal line for len bytes of XML text and key; -1 when it does not fit
+ * in size. */
+int dist_topo_cache_seal (const char *xml, size_t len, const char *key, char *line,
+                          size_t size);
+
+/* The length of the XML text of a sealed cache of len bytes, its key copied
+ * into key; -1 when the seal is missing, malformed or does not match. */
+long dist_topo_cache_unseal (const char *text, size_t len, char *key, size_t keysize);
 
 /* Whether a cache whose key is stored serves a load that needs I/O devices
  * or not: same format, boot and hwloc, and I/O devices when needed. */

@@ -4,9 +4,11 @@
  * A live load that walks the PCI bus for GPUs and NICs takes 10 ms on a
  * small VM and far longer on a GPU server with hundreds of PCI devices, in
  * every step.  So the first step after a boot saves what it loaded as XML
- * in a root-owned directory, and every later step reads that (1-3 ms).  The
+ * in a root-owned directory, and every later step reads that (0.2 ms).  The
  * cache is keyed by the kernel's boot id, hwloc's version and our format,
- * kept in the XML itself; a stale or corrupt one is ignored and rewritten.
+ * and sealed with its length and hash: a stale or corrupt one is ignored
+ * (never parsed: hwloc's XML import crashes on some corrupt files) and
+ * rewritten.
  * It is written atomically (a temporary file renamed into place) by root,
  * from the forked task of local rank 0 before it drops its privileges: the
  * step's own loading runs as the user, who cannot write there.  A step with
@@ -63,7 +65,7 @@ static int cache_path (char *path, size_t size)
     return n < 0 || (size_t) n >= size ? -1 : 0;
 }
 
-/* The cache's text (malloc'ed, NUL-terminated; *len counts the NUL), only
+/* The cache's text (malloc'ed, NUL-terminated; *len without the NUL), only
  * from a regular file of root's that nobody else may write. */
 static char *read_cache (const char *path, size_t *len)
 {
@@ -90,7 +92,7 @@ static char *read_cache (const char *path, size_t *len)
     }
     close (fd);
     xml[got] = '\0';
-    *len = got + 1;
+    *len = got;
     return xml;
 fail:
     free (xml);
@@ -100,45 +102,50 @@ fail:
 
 static bool load_cache (struct dist_topo *t, bool need_io)
 {
-    char path[256], boot[64], err[DIST_ERR_MAX];
-    const char *stored;
+    char path[256], boot[64], err[DIST_ERR_MAX], key[DIST_TOPO_CACHE_KEY_MAX];
     size_t len;
-    char *xml;
+    long xmllen;
+    char *text;
     bool ok;
 
     if (read_boot_id (boot, sizeof (boot)) < 0 || cache_path (path, sizeof (path)) < 0
-        || (xml = read_cache (path, &len)) == NULL)
+        || (text = read_cache (path, &len)) == NULL)
         return false;
-    ok = dist_topo_load_xml (t, xml, len, DIST_TOPO_IO | DIST_TOPO_THIS_SYSTEM, err, sizeof (err))
-         == 0;
-    free (xml);
-    if (!ok)
-        return false; /* corrupt: ignored, and rewritten by this step */
-    stored = hwloc_obj_get_info_by_name (hwloc_get_root_obj (t->topo), DIST_TOPO_CACHE_INFO);
-    if (!dist_topo_cache_usable (stored, boot, hwloc_get_api_version (), need_io)) {
-        dist_topo_destroy (t);
+    /* stale, foreign or corrupt: never handed to hwloc's parser */
+    xmllen = dist_topo_cache_unseal (text, len, key, sizeof (key));
+    if (xmllen <= 0 || !dist_topo_cache_usable (key, boot, hwloc_get_api_version (), need_io)) {
+        free (text);
         return false;
     }
-    return true;
+    text[xmllen] = '\0';
+    ok = dist_topo_load_xml (t, text, (size_t) xmllen + 1, DIST_TOPO_IO | DIST_TOPO_THIS_SYSTEM,
+                             err, sizeof (err))
+         == 0;
+    free (text);
+    return ok;
 }
 
 /* hwloc loads every plugin it finds at its first topology of the process,
  * and the OpenCL and GL ones pull in large libraries: 2.5 ms of a 2.9 ms
- * cached load here (0.2 ms without them).  Only PCI discovery needs one of
- * hwloc's plugins; its own XML parser reads what it writes.  slurmstepd's
- * own environment (not the tasks') carries hwloc's switch for that during
- * our load, and gets back what it had. */
+ * cached load here (0.2 ms without them).  A live load with I/O devices
+ * needs the PCI plugin; a site's XML file, which may hold anything XML
+ * allows, needs libxml2's; our own cache is read by hwloc's built-in parser,
+ * which reads what hwloc writes.  slurmstepd's own environment (not the
+ * tasks') carries hwloc's switch for that during our load, and gets back
+ * what it had; a site's own setting is left alone. */
 #define PLUGINS_ENV "HWLOC_PLUGINS_BLACKLIST"
-#define PLUGINS_BUT_PCI                                                                            \
-    "hwloc_gl,hwloc_opencl,hwloc_cuda,hwloc_nvml,hwloc_rsmi,hwloc_levelzero,hwloc_xml_libxml"
+#define PLUGINS_GPU "hwloc_gl,hwloc_opencl,hwloc_cuda,hwloc_nvml,hwloc_rsmi,hwloc_levelzero"
+#define PLUGINS_FOR_SITE_XML PLUGINS_GPU ",hwloc_pci"
+#define PLUGINS_FOR_LIVE_IO PLUGINS_GPU ",hwloc_xml_libxml"
+#define PLUGINS_FOR_OURS PLUGINS_GPU ",hwloc_pci,hwloc_xml_libxml"
 
-static char *plugins_off (bool pci)
+static char *plugins_off (const char *blacklist)
 {
     const char *old = getenv (PLUGINS_ENV);
     char *saved = old != NULL ? strdup (old) : NULL;
 
     if (old == NULL)
-        setenv (PLUGINS_ENV, pci ? PLUGINS_BUT_PCI : PLUGINS_BUT_PCI ",hwloc_pci", 1);
+        setenv (PLUGINS_ENV, blacklist, 1);
     return saved;
 }
 
@@ -155,24 +162,26 @@ enum topo_source dist_train_topology_load (struct dist_topo *t, bool need_io, ch
                                            size_t errsz)
 {
     enum topo_source source = TOPO_NONE;
-    bool site = dist_train.cfg.topology[0] != '\0', site_env = getenv ("HWLOC_XMLFILE") != NULL;
-    char *saved = plugins_off (false);
+    char *saved;
 
-    if (site)
-        source = dist_topo_load (t, dist_train.cfg.topology, DIST_TOPO_IO, err, errsz) == 0
-                     ? TOPO_SITE_FILE
-                     : TOPO_NONE;
-    else if (site_env) /* (hwloc reads HWLOC_XMLFILE, from slurmd's environment, itself) */
-        source =
-            dist_topo_load (t, NULL, DIST_TOPO_IO, err, errsz) == 0 ? TOPO_SITE_FILE : TOPO_NONE;
-    else if (load_cache (t, need_io))
+    if (dist_train.cfg.topology[0] != '\0' || getenv ("HWLOC_XMLFILE") != NULL) {
+        /* (hwloc reads HWLOC_XMLFILE, from slurmd's environment, itself) */
+        saved = plugins_off (PLUGINS_FOR_SITE_XML);
+        if (dist_topo_load (t, dist_train.cfg.topology, DIST_TOPO_IO, err, errsz) == 0)
+            source = TOPO_SITE_FILE;
+        plugins_back (saved);
+        return source;
+    }
+    saved = plugins_off (PLUGINS_FOR_OURS);
+    if (load_cache (t, need_io))
         source = TOPO_CACHE;
     plugins_back (saved);
-    if (source != TOPO_NONE || site || site_env)
+    if (source != TOPO_NONE)
         return source;
-
-    /* the machine itself; PCI discovery only for GPUs or NICs to place */
-    saved = plugins_off (need_io);
+    /* the machine itself; PCI discovery only for GPUs or NICs to place
+     * (hwloc unloads its plugins with its last topology, and reads the
+     * switch again at the next) */
+    saved = plugins_off (need_io ? PLUGINS_FOR_LIVE_IO : PLUGINS_FOR_OURS);
     if (dist_topo_load (t, NULL, DIST_TOPO_WHOLE_MACHINE | (need_io ? DIST_TOPO_IO : 0), err, errsz)
         == 0)
         source = need_io ? TOPO_LIVE_IO : TOPO_LIVE;
@@ -180,9 +189,11 @@ enum topo_source dist_train_topology_load (struct dist_topo *t, bool need_io, ch
     return source;
 }
 
-/* Write buf into path through a temporary file in the same directory. */
-static int write_atomically (const char *path, const char *buf, size_t len)
+/* Write buf and then seal into path through a temporary file in the same
+ * directory. */
+static int write_atomically (const char *path, const char *buf, size_t len, const char *seal)
 {
+    size_t seal_len = strlen (seal);
     char tmp[256];
     size_t off = 0;
     ssize_t n;
@@ -195,6 +206,14 @@ static int write_atomically (const char *path, const char *buf, size_t len)
         goto fail;
     while (off < len) {
         n = write (fd, buf + off, len - off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            goto fail;
+        off += (size_t) n;
+    }
+    for (off = 0; off < seal_len;) {
+        n = write (fd, seal + off, seal_len - off);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
@@ -218,6 +237,7 @@ fail:
 void dist_train_topology_save (struct dist_topo *t, bool io)
 {
     char path[256], boot[64], key[DIST_TOPO_CACHE_KEY_MAX];
+    char seal[DIST_TOPO_CACHE_KEY_MAX + 128];
     struct stat st;
     char *xml = NULL;
     int len = 0;
@@ -232,11 +252,11 @@ void dist_train_topology_save (struct dist_topo *t, bool io)
     if (lstat (CACHE_DIR, &st) < 0 || !S_ISDIR (st.st_mode) || st.st_uid != 0
         || (st.st_mode & (S_IWGRP | S_IWOTH)))
         return;
-    if (hwloc_obj_add_info (hwloc_get_root_obj (t->topo), DIST_TOPO_CACHE_INFO, key) < 0
-        || hwloc_topology_export_xmlbuffer (t->topo, &xml, &len, 0) < 0)
+    if (hwloc_topology_export_xmlbuffer (t->topo, &xml, &len, 0) < 0)
         return;
     /* (len counts the NUL, which the file does without) */
-    if (len > 1 && write_atomically (path, xml, (size_t) len - 1) < 0)
+    if (len > 1 && dist_topo_cache_seal (xml, (size_t) len - 1, key, seal, sizeof (seal)) == 0
+        && write_atomically (path, xml, (size_t) len - 1, seal) < 0)
         slurm_verbose ("%s: cannot write the topology cache %s: %m", PLUGIN_NAME, path);
     hwloc_free_xmlbuffer (t->topo, xml);
 }

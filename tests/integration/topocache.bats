@@ -35,8 +35,9 @@ plugstack() {
     printf 'required %s %s\n' "$PLUGIN_SO" "$*" > "$MINICLUSTER_DIR/plugstack.conf"
 }
 
+# The key in the cache's seal (its last line).
 cache_key() {
-    sed -n 's/.*name="SlurmDistTrainCache" value="\([^"]*\)".*/\1/p' "$CACHE_DIR/topology-$1.xml"
+    tail -n 1 "$CACHE_DIR/topology-$1.xml" | sed -n 's/^<!-- slurm-dist-train topology cache: length=[0-9]* fnv1a64=[0-9a-f]* key=\(.*\) -->$/\1/p'
 }
 
 @test "the first step loads the live machine and saves it; the next reads the cache" {
@@ -45,7 +46,7 @@ cache_key() {
     # root's file, nobody else may write it; keyed by this boot and hwloc
     [[ $(stat -c '%U %a' "$CACHE_DIR/topology-node1.xml") == "root 644" ]]
     [[ $(stat -c '%U %a' "$CACHE_DIR") == "root 755" ]]
-    [[ $(cache_key node1) == "format=1 hwloc=0x"*" boot=$(cat /proc/sys/kernel/random/boot_id) io=0" ]]
+    [[ $(cache_key node1) == "format=2 hwloc=0x"*" boot=$(cat /proc/sys/kernel/random/boot_id) io=0" ]]
     [[ -f $CACHE_DIR/topology-node2.xml ]]
     [[ $(source_of node1 -N2 -n2) == "from this node's cache" ]]
     [[ $(source_of node2 -N2 -n2) == "from this node's cache" ]]
@@ -60,6 +61,15 @@ cache_key() {
     [[ $(source_of node1 -N1 -n1 -w node1) == "live, without I/O devices" ]]
     [[ -n $(cache_key node1) ]]
     [[ $(source_of node1 -N1 -n1 -w node1) == "from this node's cache" ]]
+}
+
+@test "a cache whose XML was changed after it was sealed is ignored and rewritten" {
+    source_of node1 -N1 -n1 -w node1 >/dev/null
+    # same length, one object type changed: hwloc would parse it
+    sed -i '0,/type="Machine"/s//type="Mechine"/' "$CACHE_DIR/topology-node1.xml"
+    grep -q 'type="Mechine"' "$CACHE_DIR/topology-node1.xml"
+    [[ $(source_of node1 -N1 -n1 -w node1) == "live, without I/O devices" ]]
+    ! grep -q 'type="Mechine"' "$CACHE_DIR/topology-node1.xml"
 }
 
 @test "a cache of another boot is ignored and rewritten" {
