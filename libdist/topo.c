@@ -1,4 +1,6 @@
 /* topo.c - load a node's topology and find its GPUs and RDMA NICs. */
+#include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,10 +79,12 @@ static void find_devices (struct dist_topo *t)
     }
 }
 
-int dist_topo_load (struct dist_topo *t, const char *xmlfile, char *err, size_t errsz)
+/* One loader for a file, a buffer (xml != NULL) or hwloc's own sources. */
+static int load (struct dist_topo *t, const char *xmlfile, const char *xml, size_t xmllen,
+                 unsigned flags, char *err, size_t errsz)
 {
     /* Components that would start a GPU runtime inside slurmstepd. */
-    static const char *const excluded[] = { "cuda", "nvml", "opencl", "rsmi", "levelzero", "gl" };
+    static const char *const excluded[] = {"cuda", "nvml", "opencl", "rsmi", "levelzero", "gl"};
     size_t i;
 
     memset (t, 0, sizeof (*t));
@@ -91,8 +95,18 @@ int dist_topo_load (struct dist_topo *t, const char *xmlfile, char *err, size_t 
     for (i = 0; i < sizeof (excluded) / sizeof (excluded[0]); i++)
         (void) hwloc_topology_set_components (t->topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST,
                                               excluded[i]);
-    hwloc_topology_set_io_types_filter (t->topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
-    if (xmlfile != NULL && xmlfile[0] != '\0'
+    hwloc_topology_set_io_types_filter (t->topo, (flags & DIST_TOPO_IO)
+                                                     ? HWLOC_TYPE_FILTER_KEEP_IMPORTANT
+                                                     : HWLOC_TYPE_FILTER_KEEP_NONE);
+    hwloc_topology_set_flags (
+        t->topo,
+        ((flags & DIST_TOPO_THIS_SYSTEM) ? HWLOC_TOPOLOGY_FLAG_IS_THISSYSTEM : 0)
+            | ((flags & DIST_TOPO_WHOLE_MACHINE) ? HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED : 0));
+    if (xml != NULL && hwloc_topology_set_xmlbuffer (t->topo, xml, (int) xmllen) < 0) {
+        snprintf (err, errsz, "hwloc cannot read the topology as XML");
+        goto fail;
+    }
+    if (xml == NULL && xmlfile != NULL && xmlfile[0] != '\0'
         && hwloc_topology_set_xml (t->topo, xmlfile) < 0) {
         snprintf (err, errsz, "topology=%.200s: hwloc cannot read it as XML", xmlfile);
         goto fail;
@@ -111,6 +125,23 @@ fail:
     return -1;
 }
 
+int dist_topo_load (struct dist_topo *t, const char *xmlfile, unsigned flags, char *err,
+                    size_t errsz)
+{
+    return load (t, xmlfile, NULL, 0, flags, err, errsz);
+}
+
+int dist_topo_load_xml (struct dist_topo *t, const char *xml, size_t len, unsigned flags, char *err,
+                        size_t errsz)
+{
+    if (len == 0 || len > INT_MAX || xml[len - 1] != '\0') {
+        snprintf (err, errsz, "hwloc cannot read the topology as XML");
+        memset (t, 0, sizeof (*t));
+        return -1;
+    }
+    return load (t, NULL, xml, len, flags, err, errsz);
+}
+
 void dist_topo_destroy (struct dist_topo *t)
 {
     if (t->topo != NULL)
@@ -126,8 +157,8 @@ static int add_cores (long lo, long hi, void *arg)
     return 0;
 }
 
-int dist_topo_cores_cpuset (const struct dist_topo *t, const char *cores,
-                            hwloc_bitmap_t out, char *err, size_t errsz)
+int dist_topo_cores_cpuset (const struct dist_topo *t, const char *cores, hwloc_bitmap_t out,
+                            char *err, size_t errsz)
 {
     hwloc_bitmap_t ids = hwloc_bitmap_alloc ();
     int ncores = hwloc_get_nbobjs_by_type (t->topo, HWLOC_OBJ_CORE);
@@ -144,7 +175,8 @@ int dist_topo_cores_cpuset (const struct dist_topo *t, const char *cores,
         hwloc_bitmap_free (ids);
         return -1;
     }
-    hwloc_bitmap_foreach_begin (id, ids) {
+    hwloc_bitmap_foreach_begin (id, ids)
+    {
         hwloc_obj_t obj = hwloc_get_obj_by_type (t->topo, unit, (unsigned) id);
         if (obj == NULL)
             missing++;
@@ -164,4 +196,114 @@ int dist_topo_find_gpu (const struct dist_topo *t, const char *busid)
         if (strcasecmp (t->gpu[i].busid, busid) == 0)
             return i;
     return -1;
+}
+
+static bool valid_boot_id (const char *id)
+{
+    size_t i;
+
+    if (strlen (id) != 36)
+        return false;
+    for (i = 0; i < 36; i++)
+        if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f')
+              || (id[i] == '-' && (i == 8 || i == 13 || i == 18 || i == 23))))
+            return false;
+    return true;
+}
+
+int dist_topo_cache_key (char *buf, size_t size, const char *boot_id, unsigned hwloc_version,
+                         bool io)
+{
+    int n;
+
+    if (!valid_boot_id (boot_id))
+        return -1;
+    n = snprintf (buf, size, "format=%d hwloc=0x%x boot=%s io=%d", DIST_TOPO_CACHE_FORMAT,
+                  hwloc_version, boot_id, io ? 1 : 0);
+    return n < 0 || (size_t) n >= size ? -1 : 0;
+}
+
+bool dist_topo_cache_usable (const char *stored, const char *boot_id, unsigned hwloc_version,
+                             bool need_io)
+{
+    char key[DIST_TOPO_CACHE_KEY_MAX];
+
+    if (stored == NULL)
+        return false;
+    if (dist_topo_cache_key (key, sizeof (key), boot_id, hwloc_version, true) == 0
+        && strcmp (stored, key) == 0)
+        return true; /* with I/O devices: good for every step */
+    return !need_io && dist_topo_cache_key (key, sizeof (key), boot_id, hwloc_version, false) == 0
+           && strcmp (stored, key) == 0;
+}
+
+#define SEAL_START "<!-- slurm-dist-train topology cache: length="
+
+static uint64_t fnv1a64 (const char *p, size_t len)
+{
+    uint64_t h = 14695981039346656037ULL;
+
+    while (len-- > 0) {
+        h ^= (unsigned char) *p++;
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+int dist_topo_cache_seal (const char *xml, size_t len, const char *key, char *line, size_t size)
+{
+    int n = snprintf (line, size, SEAL_START "%zu fnv1a64=%016" PRIx64 " key=%s -->\n", len,
+                      fnv1a64 (xml, len), key);
+    return n < 0 || (size_t) n >= size ? -1 : 0;
+}
+
+long dist_topo_cache_unseal (const char *text, size_t len, char *key, size_t keysize)
+{
+    const size_t start_len = sizeof (SEAL_START) - 1;
+    const char *seal = NULL, *p, *end;
+    unsigned long long xmllen, hash;
+    char line[DIST_TOPO_CACHE_KEY_MAX + 128], *q;
+    size_t i, linelen;
+
+    /* the seal is the last line: find where it starts */
+    if (len < start_len + 2 || text[len - 1] != '\n')
+        return -1;
+    for (i = len - 1; i > 0 && len - i <= sizeof (line); i--)
+        if (text[i - 1] == '\n') {
+            seal = text + i;
+            break;
+        }
+    if (seal == NULL)
+        return -1;
+    linelen = (size_t) (text + len - seal);
+    if (linelen >= sizeof (line) || linelen < start_len
+        || memcmp (seal, SEAL_START, start_len) != 0)
+        return -1;
+    memcpy (line, seal, linelen);
+    line[linelen - 1] = '\0'; /* the newline */
+    p = line + start_len;
+    if (*p < '0' || *p > '9')
+        return -1;
+    xmllen = strtoull (p, &q, 10);
+    if (strncmp (q, " fnv1a64=", 9) != 0)
+        return -1;
+    p = q + 9;
+    for (end = p; (*end >= '0' && *end <= '9') || (*end >= 'a' && *end <= 'f'); end++)
+        ;
+    if (end - p != 16)
+        return -1;
+    hash = strtoull (p, NULL, 16);
+    if (strncmp (end, " key=", 5) != 0)
+        return -1;
+    p = end + 5;
+    end = strstr (p, " -->");
+    if (end == NULL || end[4] != '\0' || (size_t) (end - p) >= keysize)
+        return -1;
+    /* the text before the seal is exactly the XML it was made for */
+    if (xmllen != (unsigned long long) (seal - text) || xmllen > LONG_MAX
+        || fnv1a64 (text, (size_t) xmllen) != hash)
+        return -1;
+    memcpy (key, p, (size_t) (end - p));
+    key[end - p] = '\0';
+    return (long) xmllen;
 }

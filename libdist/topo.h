@@ -41,10 +41,52 @@ struct dist_topo {
     struct dist_nic nic[DIST_NICS_MAX];
 };
 
+/* What to load: I/O devices (PCI GPUs, NICs: a live load then walks the PCI
+ * bus, which takes long on big nodes), and whether an XML file is known to
+ * be this very machine's (our own cache), so binding applies. */
+#define DIST_TOPO_IO 0x1
+#define DIST_TOPO_THIS_SYSTEM 0x2
+/* A live load of the whole machine, CPUs outside this process's cgroup
+ * included: what one step caches serves steps with other CPUs (binding
+ * narrows to the step's own CPUs itself). */
+#define DIST_TOPO_WHOLE_MACHINE 0x4
+
 /* Load the topology: from xmlfile when given, else hwloc's usual sources
  * (HWLOC_XMLFILE in the environment, or the live machine).  0 on success;
  * -1 with a message in err, t left empty. */
-int dist_topo_load (struct dist_topo *t, const char *xmlfile, char *err, size_t errsz);
+int dist_topo_load (struct dist_topo *t, const char *xmlfile, unsigned flags, char *err,
+                    size_t errsz);
+
+/* The node's topology cache (spank/topocache.c) is valid for one boot, one
+ * hwloc and one format of ours; io says whether it holds I/O devices.  Its
+ * file is the XML text followed by a seal: one comment line with the key,
+ * the text's length and its FNV-1a hash.  hwloc's XML import crashes on some
+ * corrupt files, so a cache is parsed only when its seal holds. */
+#define DIST_TOPO_CACHE_FORMAT 2
+#define DIST_TOPO_CACHE_KEY_MAX 128
+
+/* The key for this boot (the kernel's boot_id) and hwloc version; -1 when
+ * boot_id is not one (36 characters of hex digits and dashes). */
+int dist_topo_cache_key (char *buf, size_t size, const char *boot_id, unsigned hwloc_version,
+                         bool io);
+
+/* The seal line for len bytes of XML text and key; -1 when it does not fit
+ * in size. */
+int dist_topo_cache_seal (const char *xml, size_t len, const char *key, char *line,
+                          size_t size);
+
+/* The length of the XML text of a sealed cache of len bytes, its key copied
+ * into key; -1 when the seal is missing, malformed or does not match. */
+long dist_topo_cache_unseal (const char *text, size_t len, char *key, size_t keysize);
+
+/* Whether a cache whose key is stored serves a load that needs I/O devices
+ * or not: same format, boot and hwloc, and I/O devices when needed. */
+bool dist_topo_cache_usable (const char *stored, const char *boot_id, unsigned hwloc_version,
+                             bool need_io);
+
+/* The same from an XML text in memory of len bytes, its NUL included. */
+int dist_topo_load_xml (struct dist_topo *t, const char *xml, size_t len, unsigned flags,
+                        char *err, size_t errsz);
 
 void dist_topo_destroy (struct dist_topo *t);
 

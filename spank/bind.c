@@ -40,6 +40,8 @@ static struct {
     char warning[DIST_ERR_MAX];   /* why binding was skipped or limited */
     bool cpus_shared;             /* for verbose: more ranks than CPUs */
     double load_us, plan_us;      /* for verbose: what planning cost here */
+    enum topo_source source;      /* where the topology came from */
+    struct dist_topo live;        /* a live load, kept for the cache */
 } node;
 
 /* Keep the first problem; local rank 0 reports it. */
@@ -181,8 +183,14 @@ void dist_train_bind_plan (spank_t sp)
         return;
     if (spank_get_item (sp, S_JOB_LOCAL_TASK_COUNT, &ntasks) != ESPANK_SUCCESS || ntasks == 0)
         return;
+    ngpus = step_gpus (sp, index, tokens);
+    if (ngpus < 0)
+        ngpus = 0;
     t0 = now_us ();
-    if (dist_topo_load (&t, dist_train.cfg.topology, err, sizeof (err)) < 0) {
+    /* I/O devices only for GPUs or NICs to place */
+    node.source = dist_train_topology_load (&t, ngpus > 0 || dist_train.cfg.nic_auto, err,
+                                            sizeof (err));
+    if (node.source == TOPO_NONE) {
         warn ("%.200s: not bound", err);
         return;
     }
@@ -191,9 +199,6 @@ void dist_train_bind_plan (spank_t sp)
     here = hwloc_bitmap_alloc ();
     if (allowed == NULL || here == NULL || step_cpus (sp, &t, allowed, here) < 0)
         goto out;
-    ngpus = step_gpus (sp, index, tokens);
-    if (ngpus < 0)
-        ngpus = 0;
     if (dist_bind_plan (&t, allowed, index, ngpus, (int) ntasks, &plan, err, sizeof (err)) < 0) {
         warn ("%.200s: not bound", err);
         goto out;
@@ -216,7 +221,21 @@ void dist_train_bind_plan (spank_t sp)
 out:
     hwloc_bitmap_free (allowed);
     hwloc_bitmap_free (here);
-    dist_topo_destroy (&t);
+    /* a live load is saved by local rank 0's task, as root */
+    if (node.source == TOPO_LIVE || node.source == TOPO_LIVE_IO)
+        node.live = t;
+    else
+        dist_topo_destroy (&t);
+}
+
+void dist_train_bind_save_topology (spank_t sp)
+{
+    int local_rank;
+
+    if (node.live.topo == NULL || spank_get_item (sp, S_TASK_ID, &local_rank) != ESPANK_SUCCESS
+        || local_rank != 0)
+        return;
+    dist_train_topology_save (&node.live, node.source == TOPO_LIVE_IO);
 }
 
 static bool user_bound_cpus (spank_t sp)
@@ -244,8 +263,12 @@ static void report (spank_t sp, bool cpus_theirs, bool gpus_theirs)
     if (cpus_theirs)
         slurm_spank_log ("%s: %s: --cpu-bind given: CPUs left as Slurm bound them",
                          PLUGIN_NAME, host);
-    slurm_spank_log ("%s: %s: binding planned in %.0f us (topology loaded in %.0f us)",
-                     PLUGIN_NAME, host, node.plan_us, node.load_us);
+    slurm_spank_log ("%s: %s: binding planned in %.0f us (topology loaded in %.0f us, %s)",
+                     PLUGIN_NAME, host, node.plan_us, node.load_us,
+                     node.source == TOPO_SITE_FILE ? "from the site's file"
+                     : node.source == TOPO_CACHE   ? "from this node's cache"
+                     : node.source == TOPO_LIVE_IO ? "live, with I/O devices"
+                                                   : "live, without I/O devices");
     if (node.cpus_shared)
         slurm_spank_log ("%s: %s: more ranks than CPUs: some ranks share CPUs", PLUGIN_NAME,
                          host);

@@ -70,6 +70,21 @@ int dist_train_remote_task_init (spank_t sp);
 void dist_train_bind_plan (spank_t sp);
 void dist_train_bind_task (spank_t sp, int local_rank, uint32_t *omp_threads);
 
+/* topocache.c: where the node's topology comes from, and its per-boot cache */
+struct dist_topo;
+enum topo_source {
+    TOPO_NONE = 0,   /* not loaded: the message is in err */
+    TOPO_SITE_FILE,  /* plugstack topology= or HWLOC_XMLFILE */
+    TOPO_CACHE,      /* our cache of an earlier step's live load */
+    TOPO_LIVE,       /* the machine, without I/O devices */
+    TOPO_LIVE_IO,    /* the machine, with GPUs and NICs */
+};
+enum topo_source dist_train_topology_load (struct dist_topo *t, bool need_io, char *err,
+                                           size_t errsz);
+/* As root (task_init_privileged): save a live topology for later steps. */
+void dist_train_topology_save (struct dist_topo *t, bool io);
+void dist_train_bind_save_topology (spank_t sp);
+
 /* failfast.c: one failed task stops the step on every node */
 int dist_train_remote_task_exit (spank_t sp);
 

@@ -7,6 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <slurm/slurm.h>
@@ -23,6 +26,8 @@ char *dist_train_read_hostfile (spank_t sp)
     char path[4096], msg[DIST_ERR_MAX];
     char *text = NULL;
     size_t len = 0, size = 0;
+    struct stat st;
+    struct statfs fs;
     ssize_t n;
     int fd;
 
@@ -32,11 +37,24 @@ char *dist_train_read_hostfile (spank_t sp)
                                 "or set MASTER_ADDR yourself");
         return NULL;
     }
-    /* (user_init runs with the user's identity: the user's own file) */
-    if ((fd = open (path, O_RDONLY | O_CLOEXEC)) < 0) {
+    /* (user_init runs with the user's identity: the user's own file.)  Never
+     * block slurmstepd on it: a FIFO or a device would hold the node until a
+     * writer comes; and never read what only slurmstepd can see (its own
+     * /proc/self). */
+    if ((fd = open (path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)) < 0) {
         snprintf (msg, sizeof (msg), "cannot open SLURM_HOSTFILE %.128s: %s", path,
                   strerror (errno));
         dist_train_defer_error (msg);
+        return NULL;
+    }
+    if (fstat (fd, &st) < 0 || !S_ISREG (st.st_mode) || fstatfs (fd, &fs) < 0
+        || fs.f_type == PROC_SUPER_MAGIC || fs.f_type == SYSFS_MAGIC) {
+        snprintf (msg, sizeof (msg),
+                  "SLURM_HOSTFILE %.128s is not a plain file (a FIFO, a device, or under "
+                  "/proc or /sys); give a file that lists the step's nodes",
+                  path);
+        dist_train_defer_error (msg);
+        close (fd);
         return NULL;
     }
     do {

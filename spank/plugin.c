@@ -71,6 +71,14 @@ int slurm_spank_user_init (spank_t sp, int ac, char **av)
     return dist_train_remote_user_init (sp);
 }
 
+int slurm_spank_task_init_privileged (spank_t sp, int ac, char **av)
+{
+    if (spank_context () != S_CTX_REMOTE)
+        return 0;
+    dist_train_bind_save_topology (sp);
+    return 0;
+}
+
 int slurm_spank_task_init (spank_t sp, int ac, char **av)
 {
     if (spank_context () != S_CTX_REMOTE)

@@ -59,6 +59,20 @@ static int step_nodes (spank_t sp, uint32_t index, char **first, char **self)
     return 0;
 }
 
+static bool is_step_node (spank_t sp, const char *name)
+{
+    char nodelist[8192];
+    dt_hostlist_t hl;
+    bool found;
+
+    if (spank_getenv (sp, "SLURM_STEP_NODELIST", nodelist, sizeof (nodelist)) != ESPANK_SUCCESS
+        || (hl = slurm_hostlist_create (nodelist)) == NULL)
+        return false;
+    found = slurm_hostlist_find (hl, name) >= 0;
+    slurm_hostlist_destroy (hl);
+    return found;
+}
+
 /* Under the arbitrary distribution rank 0 runs on the hostfile's first
  * host, which need not be the step's first node.  Returns malloc'ed memory
  * or NULL with an error deferred. */
@@ -79,6 +93,15 @@ static char *hostfile_rank0 (spank_t sp)
     if (name == NULL) {
         snprintf (msg, sizeof (msg), "SLURM_HOSTFILE names no host first");
         dist_train_defer_error (msg);
+        return NULL;
+    }
+    /* A name outside the step is never looked up, nor repeated: the file
+     * may be anything the user can point at. */
+    if (!is_step_node (sp, name)) {
+        dist_train_defer_error ("the first entry of SLURM_HOSTFILE is not a node of this "
+                                "step; list the step's nodes, rank by rank");
+        free (name);
+        return NULL;
     }
     return name;
 }

@@ -95,7 +95,7 @@ int main (int argc, char **argv)
         i++;
     }
     t0 = now_us ();
-    if (dist_topo_load (&t, xml, err, sizeof (err)) < 0) {
+    if (dist_topo_load (&t, xml, DIST_TOPO_IO, err, sizeof (err)) < 0) {
         fprintf (stderr, "dist-train-plan: %s\n", err);
         return 1;
     }

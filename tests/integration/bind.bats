@@ -185,7 +185,7 @@ visible_bus() {
     echo "$err"
     [[ $(grep -c 'dist-train: node[12]:   LOCAL_RANK  RANK  GPUS' <<<"$err") -eq 2 ]]
     grep -q "dist-train: node2:   1 *3 *${BUS[2]},${BUS[3]}  1  1  mlx5_0" <<<"$err"
-    grep -q "dist-train: node1: binding planned in [0-9]* us (topology loaded in [0-9]* us)" <<<"$err"
+    grep -q "dist-train: node1: binding planned in [0-9]* us (topology loaded in [0-9]* us, from the site.s file)" <<<"$err"
     grep -q "dist-train: node2: local rank 0's binding applied in [0-9]* us" <<<"$err"
 }
 

@@ -68,6 +68,32 @@ setup() {
     [[ $output == *"without SLURM_HOSTFILE"* ]]
 }
 
+@test "a FIFO as SLURM_HOSTFILE: refused at once, the nodes stay in service" {
+    local hf=$MINICLUSTER_DIR/hostfile.fifo
+    rm -f "$hf" && mkfifo "$hf"
+    # srun reads the one write; a node that opened the FIFO would wait forever
+    (printf 'node1\nnode2\n' > "$hf" &)
+    SECONDS=0
+    SLURM_HOSTFILE=$hf run timeout 60 srun -N2 -n2 -m arbitrary --dist-train=tf true
+    local took=$SECONDS
+    rm -f "$hf"
+    echo "$output"
+    [ "$status" -ne 0 ]
+    [[ $output == *"SLURM_HOSTFILE $hf is not a plain file"* ]]
+    ((took < 20))
+    run timeout 30 sinfo -h -o '%t' -n node1,node2
+    [[ $output == idle ]]
+}
+
+@test "SLURM_HOSTFILE under /proc: refused, and nothing of it is repeated" {
+    SLURM_HOSTFILE=/proc/self/maps run timeout 60 srun -n2 -w node1,node2 -m arbitrary \
+        --dist-train=tf true
+    echo "$output"
+    [ "$status" -ne 0 ]
+    [[ $output == *"SLURM_HOSTFILE /proc/self/maps is not a plain file"* ]]
+    ! grep -E '[0-9a-f]{8,}-[0-9a-f]{8,}' <<<"$output"
+}
+
 @test "--relative: the step starts on the job's second node" {
     run timeout 60 salloc -N3 srun --dist-train -N2 -n2 --relative=1 "$TASK_ENV"
     [ "$status" -eq 0 ]

@@ -23,105 +23,188 @@ struct numa_fact {
 };
 
 struct dev_fact {
-    const char *name;     /* GPU: PCI bus id; NIC: OpenFabrics name */
+    const char *name; /* GPU: PCI bus id; NIC: OpenFabrics name */
     unsigned numa;
 };
 
 struct machine {
     const char *file;
     int npus;
-    struct numa_fact numa[8];        /* in PU order */
+    struct numa_fact numa[8]; /* in PU order */
     int nnuma;
-    struct dev_fact gpu[16];         /* in PCI order */
+    struct dev_fact gpu[16]; /* in PCI order */
     int ngpus;
     struct dev_fact nic[8];
     int nnics;
-    const char *cores;               /* a partial allocation: Slurm's cores */
-    const char *cores_pus;           /* ... and the PUs they are */
-    const char *subset;              /* a GPU subset Slurm may give */
+    const char *cores; /* a partial allocation: Slurm's cores */
+    const char *cores_pus; /* ... and the PUs they are */
+    const char *subset; /* a GPU subset Slurm may give */
 };
 
 static const struct machine dgx2 = {
-    "nvidiaDGX2.xml", 4,
-    { { 0, "0-1" }, { 1, "24-25" } }, 2,
-    { { "0000:34:00.0", 0 }, { "0000:36:00.0", 0 }, { "0000:39:00.0", 0 },
-      { "0000:3b:00.0", 0 }, { "0000:57:00.0", 0 }, { "0000:59:00.0", 0 },
-      { "0000:5c:00.0", 0 }, { "0000:5e:00.0", 0 }, { "0000:b7:00.0", 1 },
-      { "0000:b9:00.0", 1 }, { "0000:bc:00.0", 1 }, { "0000:be:00.0", 1 },
-      { "0000:e0:00.0", 1 }, { "0000:e2:00.0", 1 }, { "0000:e5:00.0", 1 },
-      { "0000:e7:00.0", 1 } }, 16,
-    { { NULL, 0 } }, 0,
-    "2-3", "24-25", "1,3,9,11",
+    "nvidiaDGX2.xml",
+    4,
+    {{0, "0-1"}, {1, "24-25"}},
+    2,
+    {{"0000:34:00.0", 0},
+     {"0000:36:00.0", 0},
+     {"0000:39:00.0", 0},
+     {"0000:3b:00.0", 0},
+     {"0000:57:00.0", 0},
+     {"0000:59:00.0", 0},
+     {"0000:5c:00.0", 0},
+     {"0000:5e:00.0", 0},
+     {"0000:b7:00.0", 1},
+     {"0000:b9:00.0", 1},
+     {"0000:bc:00.0", 1},
+     {"0000:be:00.0", 1},
+     {"0000:e0:00.0", 1},
+     {"0000:e2:00.0", 1},
+     {"0000:e5:00.0", 1},
+     {"0000:e7:00.0", 1}},
+    16,
+    {{NULL, 0}},
+    0,
+    "2-3",
+    "24-25",
+    "1,3,9,11",
 };
 
 static const struct machine e5_3gpu = {
-    "32em64t-2n8c2t-pci-wholeio.xml", 32,
-    { { 0, "0-7,16-23" }, { 1, "8-15,24-31" } }, 2,
-    { { "0000:03:00.0", 0 }, { "0000:83:00.0", 1 }, { "0000:84:00.0", 1 } }, 3,
+    "32em64t-2n8c2t-pci-wholeio.xml",
+    32,
+    {{0, "0-7,16-23"}, {1, "8-15,24-31"}},
+    2,
+    {{"0000:03:00.0", 0}, {"0000:83:00.0", 1}, {"0000:84:00.0", 1}},
+    3,
     /* not NUMA 0 as SOURCES.md has it: the XML has two 0000:04:00.0, a SAS
      * controller on package 0 and this ConnectX on package 1, and
      * hwloc-calc pci=0000:04:00.0 finds the first one; os=mlx5_0 gives
      * PUs 8-15,24-31 */
-    { { "mlx5_0", 1 } }, 1,
-    "0-3", "0-3,16-19", "1,2",
+    {{"mlx5_0", 1}},
+    1,
+    "0-3",
+    "0-3,16-19",
+    "1,2",
 };
 
 static const struct machine g4dn = {
-    "g4dnmetal.xml", 96,
-    { { 0, "0-23,48-71" }, { 1, "24-47,72-95" } }, 2,
-    { { "0000:18:00.0", 0 }, { "0000:19:00.0", 0 }, { "0000:35:00.0", 0 },
-      { "0000:36:00.0", 0 }, { "0000:e7:00.0", 1 }, { "0000:e8:00.0", 1 },
-      { "0000:f4:00.0", 1 }, { "0000:f5:00.0", 1 } }, 8,
-    { { "rdmap197s0", 1 } }, 1,
-    "0-23", "0-23,48-71", "1,3",
+    "g4dnmetal.xml",
+    96,
+    {{0, "0-23,48-71"}, {1, "24-47,72-95"}},
+    2,
+    {{"0000:18:00.0", 0},
+     {"0000:19:00.0", 0},
+     {"0000:35:00.0", 0},
+     {"0000:36:00.0", 0},
+     {"0000:e7:00.0", 1},
+     {"0000:e8:00.0", 1},
+     {"0000:f4:00.0", 1},
+     {"0000:f5:00.0", 1}},
+    8,
+    {{"rdmap197s0", 1}},
+    1,
+    "0-23",
+    "0-23,48-71",
+    "1,3",
 };
 
 static const struct machine lassen = {
-    "coral-lassen.xml", 160,
-    { { 0, "8-87" }, { 8, "96-175" } }, 2,
-    { { "0004:04:00.0", 0 }, { "0004:05:00.0", 0 }, { "0035:03:00.0", 8 },
-      { "0035:04:00.0", 8 } }, 4,
-    { { "mlx5_0", 0 }, { "mlx5_1", 0 }, { "mlx5_2", 8 }, { "mlx5_3", 8 } }, 4,
-    "18-21", "80-87,96-103", "1,3",
+    "coral-lassen.xml",
+    160,
+    {{0, "8-87"}, {8, "96-175"}},
+    2,
+    {{"0004:04:00.0", 0}, {"0004:05:00.0", 0}, {"0035:03:00.0", 8}, {"0035:04:00.0", 8}},
+    4,
+    {{"mlx5_0", 0}, {"mlx5_1", 0}, {"mlx5_2", 8}, {"mlx5_3", 8}},
+    4,
+    "18-21",
+    "80-87,96-103",
+    "1,3",
 };
 
 static const struct machine pascal = {
-    "cts1-pascal.xml", 72,
-    { { 0, "0-17,36-53" }, { 1, "18-35,54-71" } }, 2,
-    { { "0000:04:00.0", 0 }, { "0000:07:00.0", 0 } }, 2,
-    { { "mlx5_0", 0 } }, 1,
-    "18-35", "18-35,54-71", "1",
+    "cts1-pascal.xml",
+    72,
+    {{0, "0-17,36-53"}, {1, "18-35,54-71"}},
+    2,
+    {{"0000:04:00.0", 0}, {"0000:07:00.0", 0}},
+    2,
+    {{"mlx5_0", 0}},
+    1,
+    "18-35",
+    "18-35,54-71",
+    "1",
 };
 
 static const struct machine dgxa100 = {
-    "dgxa100-like.xml", 256,
-    { { 0, "0-31" }, { 1, "32-63" }, { 2, "64-95" }, { 3, "96-127" },
-      { 4, "128-159" }, { 5, "160-191" }, { 6, "192-223" }, { 7, "224-255" } }, 8,
-    { { "0000:07:00.0", 3 }, { "0000:0f:00.0", 2 }, { "0000:47:00.0", 1 },
-      { "0000:4e:00.0", 0 }, { "0000:87:00.0", 7 }, { "0000:90:00.0", 6 },
-      { "0000:b7:00.0", 5 }, { "0000:bd:00.0", 4 } }, 8,
-    { { "mlx5_0", 3 }, { "mlx5_1", 2 }, { "mlx5_2", 1 }, { "mlx5_3", 0 },
-      { "mlx5_4", 7 }, { "mlx5_5", 6 }, { "mlx5_6", 5 }, { "mlx5_7", 4 } }, 8,
-    "0-3,64-67", "0-7,128-135", "1,3",
+    "dgxa100-like.xml",
+    256,
+    {{0, "0-31"},
+     {1, "32-63"},
+     {2, "64-95"},
+     {3, "96-127"},
+     {4, "128-159"},
+     {5, "160-191"},
+     {6, "192-223"},
+     {7, "224-255"}},
+    8,
+    {{"0000:07:00.0", 3},
+     {"0000:0f:00.0", 2},
+     {"0000:47:00.0", 1},
+     {"0000:4e:00.0", 0},
+     {"0000:87:00.0", 7},
+     {"0000:90:00.0", 6},
+     {"0000:b7:00.0", 5},
+     {"0000:bd:00.0", 4}},
+    8,
+    {{"mlx5_0", 3},
+     {"mlx5_1", 2},
+     {"mlx5_2", 1},
+     {"mlx5_3", 0},
+     {"mlx5_4", 7},
+     {"mlx5_5", 6},
+     {"mlx5_6", 5},
+     {"mlx5_7", 4}},
+    8,
+    "0-3,64-67",
+    "0-7,128-135",
+    "1,3",
 };
 
 static const struct machine amd = {
-    "amd-like.xml", 64,
-    { { 0, "0-7" }, { 1, "8-15" }, { 2, "16-23" }, { 3, "24-31" },
-      { 4, "32-39" }, { 5, "40-47" }, { 6, "48-55" }, { 7, "56-63" } }, 8,
-    { { "0000:81:00.0", 5 }, { "0000:91:00.0", 7 }, { "0000:c1:00.0", 1 },
-      { "0000:d1:00.0", 3 } }, 4,
-    { { "mlx5_0", 1 }, { "mlx5_1", 3 }, { "mlx5_2", 5 }, { "mlx5_3", 7 } }, 4,
-    "8-15,40-47", "8-15,40-47", "1,3",
+    "amd-like.xml",
+    64,
+    {{0, "0-7"},
+     {1, "8-15"},
+     {2, "16-23"},
+     {3, "24-31"},
+     {4, "32-39"},
+     {5, "40-47"},
+     {6, "48-55"},
+     {7, "56-63"}},
+    8,
+    {{"0000:81:00.0", 5}, {"0000:91:00.0", 7}, {"0000:c1:00.0", 1}, {"0000:d1:00.0", 3}},
+    4,
+    {{"mlx5_0", 1}, {"mlx5_1", 3}, {"mlx5_2", 5}, {"mlx5_3", 7}},
+    4,
+    "8-15,40-47",
+    "8-15,40-47",
+    "1,3",
 };
 
 static const struct machine mini = {
-    "minicluster-4gpu.xml", 2,
-    { { 0, "0" }, { 1, "1" } }, 2,
-    { { "0000:1b:00.0", 0 }, { "0000:3d:00.0", 0 }, { "0000:89:00.0", 1 },
-      { "0000:b2:00.0", 1 } }, 4,
-    { { "mlx5_0", 1 } }, 1,
-    "1", "1", "1,3",
+    "minicluster-4gpu.xml",
+    2,
+    {{0, "0"}, {1, "1"}},
+    2,
+    {{"0000:1b:00.0", 0}, {"0000:3d:00.0", 0}, {"0000:89:00.0", 1}, {"0000:b2:00.0", 1}},
+    4,
+    {{"mlx5_0", 1}},
+    1,
+    "1",
+    "1",
+    "1,3",
 };
 
 /* ---- helpers ---------------------------------------------------------- */
@@ -136,7 +219,7 @@ static void load (const struct machine *m, struct dist_topo *t)
 {
     char path[1024], err[256] = "";
     topology_path (m->file, path, sizeof (path));
-    if (dist_topo_load (t, path, err, sizeof (err)) < 0)
+    if (dist_topo_load (t, path, DIST_TOPO_IO, err, sizeof (err)) < 0)
         fail_msg ("%s: %s", path, err);
 }
 
@@ -230,7 +313,8 @@ static void check_plan (const struct machine *m, const struct dist_topo *t,
         if (G == 0) {
             assert_int_equal (rk->gpu_count, 0);
         } else if (T <= G) {
-            assert_int_equal (rk->gpu_first, r == 0 ? 0 : p->rank[r - 1].gpu_first + p->rank[r - 1].gpu_count);
+            assert_int_equal (rk->gpu_first,
+                              r == 0 ? 0 : p->rank[r - 1].gpu_first + p->rank[r - 1].gpu_count);
             assert_in_range (rk->gpu_count, G / T, (G + T - 1) / T);
         } else {
             assert_int_equal (rk->gpu_count, 1);
@@ -242,7 +326,7 @@ static void check_plan (const struct machine *m, const struct dist_topo *t,
     if (G > 0 && T <= G)
         assert_int_equal (p->rank[T - 1].gpu_first + p->rank[T - 1].gpu_count, G);
     if (G > 0 && T > G) {
-        int count[DIST_GPUS_MAX] = { 0 };
+        int count[DIST_GPUS_MAX] = {0};
         assert_int_equal (p->rank[T - 1].gpu_first, G - 1);
         for (r = 0; r < T; r++)
             count[p->rank[r].gpu_first]++;
@@ -332,8 +416,8 @@ static void check_gpu_locality (const struct machine *m, const struct dist_topo 
 }
 
 /* A NIC on the rank's NUMA node when the machine has one there. */
-static void check_nics (const struct machine *m, const struct dist_topo *t,
-                        const int *step_gpu, const struct dist_bind_plan *p)
+static void check_nics (const struct machine *m, const struct dist_topo *t, const int *step_gpu,
+                        const struct dist_bind_plan *p)
 {
     int r, i;
 
@@ -379,9 +463,9 @@ static void check_cpu_only (const struct machine *m, hwloc_const_cpuset_t allowe
             hwloc_bitmap_or (all, all, p->rank[r].cpuset);
             if (r > 0)
                 assert_true (hwloc_bitmap_first (p->rank[r].cpuset)
-                             > hwloc_bitmap_last (p->rank[r - 1].cpuset)
+                                 > hwloc_bitmap_last (p->rank[r - 1].cpuset)
                              || hwloc_bitmap_first (p->rank[r].cpuset)
-                                > hwloc_bitmap_first (p->rank[r - 1].cpuset));
+                                    > hwloc_bitmap_first (p->rank[r - 1].cpuset));
         }
         assert_true (hwloc_bitmap_isequal (all, allowed));
         hwloc_bitmap_free (all);
@@ -507,14 +591,38 @@ static void check_machine (const struct machine *m)
     dist_topo_destroy (&t);
 }
 
-static void test_nvidia_dgx2 (void **state) { check_machine (&dgx2); }
-static void test_32em64t (void **state) { check_machine (&e5_3gpu); }
-static void test_g4dnmetal (void **state) { check_machine (&g4dn); }
-static void test_coral_lassen (void **state) { check_machine (&lassen); }
-static void test_cts1_pascal (void **state) { check_machine (&pascal); }
-static void test_dgxa100_like (void **state) { check_machine (&dgxa100); }
-static void test_amd_like (void **state) { check_machine (&amd); }
-static void test_minicluster (void **state) { check_machine (&mini); }
+static void test_nvidia_dgx2 (void **state)
+{
+    check_machine (&dgx2);
+}
+static void test_32em64t (void **state)
+{
+    check_machine (&e5_3gpu);
+}
+static void test_g4dnmetal (void **state)
+{
+    check_machine (&g4dn);
+}
+static void test_coral_lassen (void **state)
+{
+    check_machine (&lassen);
+}
+static void test_cts1_pascal (void **state)
+{
+    check_machine (&pascal);
+}
+static void test_dgxa100_like (void **state)
+{
+    check_machine (&dgxa100);
+}
+static void test_amd_like (void **state)
+{
+    check_machine (&amd);
+}
+static void test_minicluster (void **state)
+{
+    check_machine (&mini);
+}
 
 /* ---- plans spelled out ------------------------------------------------ */
 
@@ -536,11 +644,11 @@ static void all_gpus (const struct dist_topo *t, int *gpus)
  * beside its GPU, and cudaSetDevice(LOCAL_RANK) on its own GPU. */
 static void test_dgxa100_gpu_order (void **state)
 {
-    static const char *const want_gpu[] = { "0000:4e:00.0", "0000:47:00.0", "0000:0f:00.0",
-                                            "0000:07:00.0", "0000:bd:00.0", "0000:b7:00.0",
-                                            "0000:90:00.0", "0000:87:00.0" };
-    static const char *const want_nic[] = { "mlx5_3", "mlx5_2", "mlx5_1", "mlx5_0",
-                                            "mlx5_7", "mlx5_6", "mlx5_5", "mlx5_4" };
+    static const char *const want_gpu[] = {"0000:4e:00.0", "0000:47:00.0", "0000:0f:00.0",
+                                           "0000:07:00.0", "0000:bd:00.0", "0000:b7:00.0",
+                                           "0000:90:00.0", "0000:87:00.0"};
+    static const char *const want_nic[] = {"mlx5_3", "mlx5_2", "mlx5_1", "mlx5_0",
+                                           "mlx5_7", "mlx5_6", "mlx5_5", "mlx5_4"};
     struct dist_topo t;
     struct dist_bind_plan p;
     int gpus[DIST_GPUS_MAX], vis[DIST_GPUS_MAX], r;
@@ -599,7 +707,7 @@ static void test_dgxa100_package_fallback (void **state)
     struct dist_topo t;
     struct dist_bind_plan p;
     hwloc_bitmap_t allowed = hwloc_bitmap_alloc (), pkg0 = bitmap ("0-127");
-    int gpu[] = { 3 }, r;   /* 0000:4e:00.0, on NUMA 0 */
+    int gpu[] = {3}, r; /* 0000:4e:00.0, on NUMA 0 */
     char err[256];
 
     load (&dgxa100, &t);
@@ -648,7 +756,7 @@ static void test_cts1_pascal_one_socket (void **state)
     struct dist_topo t;
     struct dist_bind_plan p;
     hwloc_bitmap_t s1 = hwloc_bitmap_alloc ();
-    int gpus[] = { 0, 1 };
+    int gpus[] = {0, 1};
     char err[256];
 
     load (&pascal, &t);
@@ -777,7 +885,7 @@ static void random_steps (const struct machine *m, unsigned seed, int steps)
 
 static void test_random_steps (void **state)
 {
-    const struct machine *all[] = { &dgx2, &e5_3gpu, &g4dn, &lassen, &pascal, &dgxa100, &amd, &mini };
+    const struct machine *all[] = {&dgx2, &e5_3gpu, &g4dn, &lassen, &pascal, &dgxa100, &amd, &mini};
     size_t i;
 
     for (i = 0; i < sizeof (all) / sizeof (all[0]); i++)
@@ -791,7 +899,7 @@ static void test_step_gpus_the_topology_lacks (void **state)
     struct dist_topo t;
     struct dist_bind_plan p;
     hwloc_bitmap_t allowed;
-    int missing[] = { 0, 8 }, twice[] = { 1, 1 }, negative[] = { -1 }, ok[] = { 0 };
+    int missing[] = {0, 8}, twice[] = {1, 1}, negative[] = {-1}, ok[] = {0};
     char err[256] = "";
 
     load (&g4dn, &t);
@@ -804,11 +912,11 @@ static void test_step_gpus_the_topology_lacks (void **state)
     assert_int_equal (dist_bind_plan (&t, allowed, negative, 1, 1, &p, err, sizeof (err)), -1);
     assert_non_null (strstr (err, "GPU -1"));
     assert_int_equal (dist_bind_plan (&t, allowed, ok, 1, 0, &p, err, sizeof (err)), -1);
-    assert_int_equal (dist_bind_plan (&t, allowed, ok, 1, DIST_LOCAL_TASKS_MAX + 1, &p, err,
-                                      sizeof (err)), -1);
-    assert_int_equal (dist_bind_plan (&t, allowed, ok, DIST_GPUS_MAX + 1, 1, &p, err,
-                                      sizeof (err)), -1);
-    hwloc_bitmap_only (allowed, 4000);   /* no such PU */
+    assert_int_equal (
+        dist_bind_plan (&t, allowed, ok, 1, DIST_LOCAL_TASKS_MAX + 1, &p, err, sizeof (err)), -1);
+    assert_int_equal (dist_bind_plan (&t, allowed, ok, DIST_GPUS_MAX + 1, 1, &p, err, sizeof (err)),
+                      -1);
+    hwloc_bitmap_only (allowed, 4000); /* no such PU */
     err[0] = '\0';
     assert_int_equal (dist_bind_plan (&t, allowed, ok, 1, 1, &p, err, sizeof (err)), -1);
     assert_true (err[0] != '\0');
@@ -856,24 +964,129 @@ static void test_broken_xml (void **state)
     assert_non_null (mkdtemp (tmp));
     snprintf (file, sizeof (file), "%s/broken.xml", tmp);
 
-    write_file (file, xml, len / 2);                       /* truncated */
+    write_file (file, xml, len / 2); /* truncated */
     err[0] = '\0';
-    assert_int_equal (dist_topo_load (&t, file, err, sizeof (err)), -1);
+    assert_int_equal (dist_topo_load (&t, file, DIST_TOPO_IO, err, sizeof (err)), -1);
     assert_non_null (strstr (err, file));
     assert_null (t.topo);
-    write_file (file, "", 0);                              /* empty */
+    write_file (file, "", 0); /* empty */
     err[0] = '\0';
-    assert_int_equal (dist_topo_load (&t, file, err, sizeof (err)), -1);
+    assert_int_equal (dist_topo_load (&t, file, DIST_TOPO_IO, err, sizeof (err)), -1);
     assert_true (err[0] != '\0');
-    write_file (file, "<topology>", 10);                   /* not hwloc's */
+    write_file (file, "<topology>", 10); /* not hwloc's */
     err[0] = '\0';
-    assert_int_equal (dist_topo_load (&t, file, err, sizeof (err)), -1);
+    assert_int_equal (dist_topo_load (&t, file, DIST_TOPO_IO, err, sizeof (err)), -1);
     assert_true (err[0] != '\0');
-    assert_int_equal (unlink (file), 0);                   /* missing */
+    assert_int_equal (unlink (file), 0); /* missing */
     err[0] = '\0';
-    assert_int_equal (dist_topo_load (&t, file, err, sizeof (err)), -1);
+    assert_int_equal (dist_topo_load (&t, file, DIST_TOPO_IO, err, sizeof (err)), -1);
     assert_non_null (strstr (err, file));
     assert_int_equal (rmdir (tmp), 0);
+}
+
+/* ---- the per-boot cache ------------------------------------------------ */
+
+#define BOOT_A "0e1c7b5a-3f2d-4c1e-9a8b-7d6e5f4a3b2c"
+#define BOOT_B "9f8e7d6c-5b4a-4321-8765-fedcba987654"
+
+/* A cache is good for one boot, one hwloc and our format; one without I/O
+ * devices serves only steps that place no GPUs or NICs. */
+static void test_cache_key (void **state)
+{
+    char with_io[DIST_TOPO_CACHE_KEY_MAX], without[DIST_TOPO_CACHE_KEY_MAX];
+
+    assert_int_equal (dist_topo_cache_key (with_io, sizeof (with_io), BOOT_A, 0x20900, true), 0);
+    assert_int_equal (dist_topo_cache_key (without, sizeof (without), BOOT_A, 0x20900, false), 0);
+    assert_string_not_equal (with_io, without);
+    assert_true (dist_topo_cache_usable (with_io, BOOT_A, 0x20900, true));
+    assert_true (dist_topo_cache_usable (with_io, BOOT_A, 0x20900, false));
+    assert_true (dist_topo_cache_usable (without, BOOT_A, 0x20900, false));
+    assert_false (dist_topo_cache_usable (without, BOOT_A, 0x20900, true));
+    assert_false (dist_topo_cache_usable (with_io, BOOT_B, 0x20900, true)); /* rebooted */
+    assert_false (dist_topo_cache_usable (with_io, BOOT_A, 0x20a00, true)); /* new hwloc */
+    assert_false (dist_topo_cache_usable (NULL, BOOT_A, 0x20900, false));
+    assert_false (dist_topo_cache_usable ("", BOOT_A, 0x20900, false));
+    /* a boot id that is not one gives no key, and so no usable cache */
+    assert_int_equal (dist_topo_cache_key (with_io, sizeof (with_io), "", 0x20900, true), -1);
+    assert_int_equal (dist_topo_cache_key (with_io, sizeof (with_io), BOOT_A "0", 0x20900, true),
+                      -1);
+    assert_int_equal (dist_topo_cache_key (with_io, sizeof (with_io),
+                                           "0e1c7b5a/3f2d-4c1e-9a8b-7d6e5f4a3b2c", 0x20900, true),
+                      -1);
+    assert_int_equal (dist_topo_cache_key (with_io, 20, BOOT_A, 0x20900, true), -1);
+}
+
+/* What the cache holds loads back from memory as this machine's; a text
+ * that is cut or not NUL-terminated is refused. */
+static void test_cache_round_trip (void **state)
+{
+    char path[1024], err[256];
+    struct dist_topo t, back;
+    char *xml = NULL;
+    int len = 0;
+
+    topology_path (pascal.file, path, sizeof (path));
+    assert_int_equal (dist_topo_load (&t, path, DIST_TOPO_IO, err, sizeof (err)), 0);
+    assert_int_equal (hwloc_topology_export_xmlbuffer (t.topo, &xml, &len, 0), 0);
+    assert_int_equal (dist_topo_load_xml (&back, xml, (size_t) len,
+                                          DIST_TOPO_IO | DIST_TOPO_THIS_SYSTEM, err, sizeof (err)),
+                      0);
+    assert_true (back.this_system);
+    assert_int_equal (back.ngpus, t.ngpus);
+    assert_int_equal (back.nnics, t.nnics);
+    assert_string_equal (back.gpu[0].busid, t.gpu[0].busid);
+    dist_topo_destroy (&back);
+    /* without I/O devices: no GPUs */
+    assert_int_equal (dist_topo_load_xml (&back, xml, (size_t) len, 0, err, sizeof (err)), 0);
+    assert_int_equal (back.ngpus, 0);
+    dist_topo_destroy (&back);
+    /* cut in half (NUL-terminated there), then not NUL-terminated at all */
+    xml[len / 2] = '\0';
+    assert_int_equal (
+        dist_topo_load_xml (&back, xml, (size_t) len / 2 + 1, DIST_TOPO_IO, err, sizeof (err)), -1);
+    assert_null (back.topo);
+    assert_int_equal (
+        dist_topo_load_xml (&back, xml, (size_t) len / 2, DIST_TOPO_IO, err, sizeof (err)), -1);
+    assert_int_equal (dist_topo_load_xml (&back, xml, 0, DIST_TOPO_IO, err, sizeof (err)), -1);
+    hwloc_free_xmlbuffer (t.topo, xml);
+    dist_topo_destroy (&t);
+}
+
+/* A sealed cache gives back its XML's length and key; any change to the
+ * XML, the seal or the length is caught before hwloc sees the file. */
+static void test_cache_seal (void **state)
+{
+    static const char xml[] = "<?xml version=\"1.0\"?>\n<topology version=\"2.0\">\n</topology>\n";
+    char key[DIST_TOPO_CACHE_KEY_MAX], back[DIST_TOPO_CACHE_KEY_MAX], seal[256];
+    char file[sizeof (xml) + sizeof (seal)];
+    size_t xlen = sizeof (xml) - 1, flen, i;
+
+    assert_int_equal (dist_topo_cache_key (key, sizeof (key), BOOT_A, 0x20900, true), 0);
+    assert_int_equal (dist_topo_cache_seal (xml, xlen, key, seal, sizeof (seal)), 0);
+    memcpy (file, xml, xlen);
+    memcpy (file + xlen, seal, strlen (seal));
+    flen = xlen + strlen (seal);
+    assert_int_equal (dist_topo_cache_unseal (file, flen, back, sizeof (back)), (long) xlen);
+    assert_string_equal (back, key);
+    /* every single changed byte, in the XML or in the seal, is refused
+     * (except the key's own text, which is then a different key) */
+    for (i = 0; i < flen - 1; i++) {
+        char saved = file[i];
+        long got;
+        file[i] = saved == 'x' ? 'y' : 'x';
+        got = dist_topo_cache_unseal (file, flen, back, sizeof (back));
+        if (got >= 0)
+            assert_string_not_equal (back, key);
+        file[i] = saved;
+    }
+    /* cut anywhere */
+    for (i = 0; i < flen; i++)
+        assert_int_equal (dist_topo_cache_unseal (file, i, back, sizeof (back)), -1);
+    /* no seal at all, a key too long for the caller */
+    assert_int_equal (dist_topo_cache_unseal (xml, xlen, back, sizeof (back)), -1);
+    assert_int_equal (dist_topo_cache_unseal (file, flen, back, 8), -1);
+    /* a seal that does not fit */
+    assert_int_equal (dist_topo_cache_seal (xml, xlen, key, seal, 40), -1);
 }
 
 /* ---- Slurm's lists ---------------------------------------------------- */
@@ -905,9 +1118,11 @@ static void test_index_list (void **state)
 
 static void test_index_list_bad (void **state)
 {
-    const char *bad[] = { "", "5-", "-5", "0,,1", ",0", "0,", "3-1", "4096", "1-4096",
-                          "99999999999999999999", "4294967296", "1 ,2", " 1", "1 ", "a",
-                          "0x1", "1-2-3", "+1", "1;2", "GPU-8f3a", "0-", "--" };
+    const char *bad[] = {"",           "5-",    "-5",   "0,,1",   ",0",
+                         "0,",         "3-1",   "4096", "1-4096", "99999999999999999999",
+                         "4294967296", "1 ,2",  " 1",   "1 ",     "a",
+                         "0x1",        "1-2-3", "+1",   "1;2",    "GPU-8f3a",
+                         "0-",         "--"};
     char digits[2000];
     int out[64];
     size_t i;
@@ -936,20 +1151,20 @@ static void test_step_gpus (void **state)
     assert_int_equal (index[1], 6);
     assert_string_equal (tokens[1], "1");
     /* UUIDs with SLURM_STEP_GPUS: the names are kept as they are */
-    assert_int_equal (dist_step_gpus ("GPU-5d7f9a1c,GPU-77aa0b2e", "0,1", index, tokens, err,
-                                      sizeof (err)), 2);
+    assert_int_equal (
+        dist_step_gpus ("GPU-5d7f9a1c,GPU-77aa0b2e", "0,1", index, tokens, err, sizeof (err)), 2);
     assert_string_equal (tokens[0], "GPU-5d7f9a1c");
     /* no GPUs */
     assert_int_equal (dist_step_gpus (NULL, NULL, index, tokens, err, sizeof (err)), 0);
     assert_int_equal (dist_step_gpus ("", "0", index, tokens, err, sizeof (err)), 0);
     assert_int_equal (dist_step_gpus ("NoDevFiles", NULL, index, tokens, err, sizeof (err)), 0);
     /* UUID or MIG ids without Slurm's indices: cannot be placed */
-    assert_int_equal (dist_step_gpus ("GPU-5d7f9a1c,MIG-2b4e6f80", NULL, index, tokens, err,
-                                      sizeof (err)), -1);
+    assert_int_equal (
+        dist_step_gpus ("GPU-5d7f9a1c,MIG-2b4e6f80", NULL, index, tokens, err, sizeof (err)), -1);
     assert_non_null (strstr (err, "UUID or MIG"));
     /* MIG instances: more names than Slurm's GPUs */
-    assert_int_equal (dist_step_gpus ("MIG-a,MIG-b,MIG-c", "0", index, tokens, err,
-                                      sizeof (err)), -1);
+    assert_int_equal (dist_step_gpus ("MIG-a,MIG-b,MIG-c", "0", index, tokens, err, sizeof (err)),
+                      -1);
     assert_non_null (strstr (err, "differ in length"));
     assert_int_equal (dist_step_gpus ("0,,1", "0,1", index, tokens, err, sizeof (err)), -1);
     assert_non_null (strstr (err, "does not parse"));
@@ -1016,9 +1231,10 @@ static void test_cores_cpuset (void **state)
  * core 0 (4294967296) or made an empty step (1-0) in hwloc's parser. */
 static void test_cores_cpuset_bad (void **state)
 {
-    const char *bad[] = { "", "5-", "-5", "0,,1", ",0", "0,", "1-0", "65536", "0-65536",
-                          "99999999999", "4294967295", "4294967296", "0--1", "1-2-3",
-                          "0x3", "a", " 1", "1 ", "1;2", "+1", "0-", "-" };
+    const char *bad[] = {
+        "",        "5-",          "-5",         "0,,1",       ",0",   "0,",    "1-0", "65536",
+        "0-65536", "99999999999", "4294967295", "4294967296", "0--1", "1-2-3", "0x3", "a",
+        " 1",      "1 ",          "1;2",        "+1",         "0-",   "-"};
     struct dist_topo t;
     hwloc_bitmap_t out = hwloc_bitmap_alloc ();
     char err[256], digits[3000];
@@ -1065,6 +1281,9 @@ int main (void)
         cmocka_unit_test (test_step_gpus_the_topology_lacks),
         cmocka_unit_test (test_most_tasks),
         cmocka_unit_test (test_broken_xml),
+        cmocka_unit_test (test_cache_key),
+        cmocka_unit_test (test_cache_round_trip),
+        cmocka_unit_test (test_cache_seal),
         cmocka_unit_test (test_index_list),
         cmocka_unit_test (test_index_list_bad),
         cmocka_unit_test (test_split_list),
