@@ -218,12 +218,15 @@ static void get_done (pmix_status_t status, pmix_value_t *kv, void *cbdata)
     pending_done_locked (p);
 }
 
-/* Start a get of the key in each of p's first n slots from ranks[i], all at once (the key
- * and p->info stay with p until the callbacks have come), and wait for them. */
-static int get_started (struct pending *p, const int *ranks, size_t n, uint64_t seq)
+/* Start a get of the key in each of p's first n slots from ranks[i] (the key and p->info
+ * stay with p until the callbacks have come), and wait for them: all at once, or, with
+ * one_by_one, each before the next, stopping at the first found. */
+static int get_started (struct pending *p, const int *ranks, size_t n, uint64_t seq,
+                        bool one_by_one)
 {
     pmix_proc_t peer;
     pmix_status_t rc;
+    int rv;
 
     PMIX_LOAD_NSPACE (peer.nspace, shim_world.self.nspace);
     for (size_t i = 0; i < n; i++) {
@@ -238,6 +241,12 @@ static int get_started (struct pending *p, const int *ranks, size_t n, uint64_t 
             p->outstanding--;
             pthread_mutex_unlock (&p->lock);
         }
+        if (one_by_one) {
+            if ((rv = pending_wait (p, seq, "get")) != DTSHIM_OK)
+                return rv;
+            if (p->slots[i].status == PMIX_SUCCESS)
+                return DTSHIM_OK;
+        }
     }
     return pending_wait (p, seq, "get");
 }
@@ -250,7 +259,7 @@ static int get_all (struct pending *p, const int *ranks, size_t n, const size_t 
 
     for (size_t i = 0; i < n; i++)
         shim_key (p->slots[i].key, sizeof (p->slots[i].key), seq, chunks[i]);
-    if ((rv = get_started (p, ranks, n, seq)) != DTSHIM_OK)
+    if ((rv = get_started (p, ranks, n, seq, false)) != DTSHIM_OK)
         return rv;
     for (size_t i = 0; i < n; i++) {
         if (p->slots[i].status != PMIX_SUCCESS)
@@ -260,7 +269,7 @@ static int get_all (struct pending *p, const int *ranks, size_t n, const size_t 
     return DTSHIM_OK;
 }
 
-int shim_probe (const char *key, uint64_t seq, int *any)
+int shim_probe (const char *key, uint64_t seq, bool local, int *any)
 {
     struct pending *p;
     int *ranks, n = 0, rv;
@@ -281,16 +290,19 @@ int shim_probe (const char *key, uint64_t seq, int *any)
         return DTSHIM_ERR_NO_MEMORY;
     }
     p->ninfo = 1;
-    PMIX_INFO_LOAD (&p->info[0], PMIX_IMMEDIATE, &yes, PMIX_BOOL);
+    PMIX_INFO_LOAD (&p->info[0], local ? PMIX_OPTIONAL : PMIX_IMMEDIATE, &yes, PMIX_BOOL);
     p->any_type = true;
     for (int r = 0; r < shim_world.size; r++) {
         if (r == shim_world.rank)
             continue;
         ranks[n] = r;
         snprintf (p->slots[n].key, sizeof (p->slots[n].key), "%s", key);
+        p->slots[n].status = PMIX_ERR_NOT_FOUND; /* until asked */
         n++;
     }
-    if ((rv = get_started (p, ranks, (size_t) n, seq)) != DTSHIM_OK) {
+    /* One by one: several gets in flight to the server wait about 40 ms for their answers
+     * (measured with PMIx 4.2 and 5.0), one at a time 0.15 to 0.25 ms each. */
+    if ((rv = get_started (p, ranks, (size_t) n, seq, true)) != DTSHIM_OK) {
         free (ranks);
         return rv; /* a timeout leaves p to the callbacks */
     }

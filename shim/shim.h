@@ -59,8 +59,10 @@ int shim_fence (uint64_t seq);
 int shim_read (enum shim_op op, uint64_t seq, int first, int count, struct shim_piece *out);
 void shim_pieces_free (struct shim_piece *pieces, int count);
 /* Whether any other rank has put key, as the data of the last collecting fence tell it: a get
- * from every other rank at once, with PMIX_IMMEDIATE (the local server answers from what it
- * holds and never waits for a key that was not put), before the deadline. */
-int shim_probe (const char *key, uint64_t seq, int *any);
+ * from every other rank, one by one until one has it, before the deadline. local: with
+ * PMIX_OPTIONAL, from what this client holds itself (right only where the client sees the
+ * fence's data, as with PMIx 4's shared-memory store); else with PMIX_IMMEDIATE, from the
+ * node's PMIx server, which answers from what it holds and never waits for a key not put. */
+int shim_probe (const char *key, uint64_t seq, bool local, int *any);
 
 #endif
