@@ -218,11 +218,15 @@ static void get_done (pmix_status_t status, pmix_value_t *kv, void *cbdata)
     pending_done_locked (p);
 }
 
-/* Start a get of the key in each of p's first n slots from ranks[i] (the key and p->info
- * stay with p until the callbacks have come), and wait for them: all at once, or, with
- * one_by_one, each before the next, stopping at the first found. */
-static int get_started (struct pending *p, const int *ranks, size_t n, uint64_t seq,
-                        bool one_by_one)
+/* Get the key in each of p's first n slots from ranks[i] (the key and p->info stay with p
+ * until the callbacks have come), one after the other, before the deadline; with
+ * stop_at_found, only until one is found. One at a time: PMIx 4 answers a get of a value its
+ * shared-memory store holds at once, but a get that goes to the server (every get of
+ * another rank's value with PMIx 5) waits about 40 ms for its answer when others are in
+ * flight, 0.15 to 0.25 ms alone (measured with PMIx 4.2 and 5.0 on the test cluster: an
+ * allgather of 6 ranks took 50 ms with its gets all at once, 10 ms one by one). */
+static int get_each (struct pending *p, const int *ranks, size_t n, uint64_t seq,
+                     bool stop_at_found)
 {
     pmix_proc_t peer;
     pmix_status_t rc;
@@ -241,17 +245,15 @@ static int get_started (struct pending *p, const int *ranks, size_t n, uint64_t 
             p->outstanding--;
             pthread_mutex_unlock (&p->lock);
         }
-        if (one_by_one) {
-            if ((rv = pending_wait (p, seq, "get")) != DTSHIM_OK)
-                return rv;
-            if (p->slots[i].status == PMIX_SUCCESS)
-                return DTSHIM_OK;
-        }
+        if ((rv = pending_wait (p, seq, "get")) != DTSHIM_OK)
+            return rv;
+        if (stop_at_found && p->slots[i].status == PMIX_SUCCESS)
+            break;
     }
-    return pending_wait (p, seq, "get");
+    return DTSHIM_OK;
 }
 
-/* Get chunks[i] of ranks[i], i < n, all at once, into p's slots. */
+/* Get chunks[i] of ranks[i], i < n, into p's slots. */
 static int get_all (struct pending *p, const int *ranks, size_t n, const size_t *chunks,
                     uint64_t seq)
 {
@@ -259,7 +261,7 @@ static int get_all (struct pending *p, const int *ranks, size_t n, const size_t 
 
     for (size_t i = 0; i < n; i++)
         shim_key (p->slots[i].key, sizeof (p->slots[i].key), seq, chunks[i]);
-    if ((rv = get_started (p, ranks, n, seq, false)) != DTSHIM_OK)
+    if ((rv = get_each (p, ranks, n, seq, false)) != DTSHIM_OK)
         return rv;
     for (size_t i = 0; i < n; i++) {
         if (p->slots[i].status != PMIX_SUCCESS)
@@ -300,9 +302,7 @@ int shim_probe (const char *key, uint64_t seq, bool local, int *any)
         p->slots[n].status = PMIX_ERR_NOT_FOUND; /* until asked */
         n++;
     }
-    /* One by one: several gets in flight to the server wait about 40 ms for their answers
-     * (measured with PMIx 4.2 and 5.0), one at a time 0.15 to 0.25 ms each. */
-    if ((rv = get_started (p, ranks, (size_t) n, seq, true)) != DTSHIM_OK) {
+    if ((rv = get_each (p, ranks, (size_t) n, seq, true)) != DTSHIM_OK) {
         free (ranks);
         return rv; /* a timeout leaves p to the callbacks */
     }
@@ -328,7 +328,7 @@ void shim_pieces_free (struct shim_piece *pieces, int count)
 }
 
 /* The first chunk of every rank's frame, then the other chunks of them all, in two rounds
- * of concurrent gets. */
+ * of gets. */
 int shim_read (enum shim_op op, uint64_t seq, int first, int count, struct shim_piece *out)
 {
     struct pending *p = NULL, *rest = NULL;

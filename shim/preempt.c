@@ -141,7 +141,7 @@ static bool published; /* this rank has put PREEMPT_KEY */
  * rank's request, and the rank must ask the node's PMIx server, with PMIX_IMMEDIATE (it
  * answers from the fence's data and never waits for a key that was not put), one get per
  * rank until one has it. Which one holds is found out once, at the first decision: every
- * rank puts VIEW_KEY (a byte, once in the step), and a rank that then finds its neighbor's
+ * rank puts VIEW_KEY (a small value, once in the step), and a rank that then finds its neighbor's
  * with OPTIONAL sees the fence's data itself. */
 #define VIEW_KEY "dtshim.preempt.view"
 

@@ -211,6 +211,10 @@ static int preempt (const char *dir)
             break;
         usleep (20000); /* a training step */
     }
+    /* The decision can be quicker than a signal sent to every task (scancel --signal): a
+     * rank may stop on another's request while its own signal is still on its way. */
+    for (int i = 0; i < 100 && !dtshim_preempt_requested (); i++)
+        usleep (10000);
     printf ("rank %d: stopped at step %d requested=%d chained=%d\n", rank, step,
             dtshim_preempt_requested (), (int) chained);
     return 0;
