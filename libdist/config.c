@@ -316,3 +316,10 @@ int dist_config_parse_arg (struct dist_config *cfg, const char *arg,
               (int) (klen > 64 ? 64 : klen), arg, ARG_KEYS);
     return -1;
 }
+
+void dist_printable (char *text)
+{
+    for (; *text != '\0'; text++)
+        if ((unsigned char) *text < 0x20 || (unsigned char) *text == 0x7f)
+            *text = '?';
+}

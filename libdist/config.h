@@ -75,6 +75,11 @@ int dist_config_parse_spec (struct dist_config *cfg, const char *spec,
 int dist_config_parse_arg (struct dist_config *cfg, const char *arg,
                            char *err, size_t errsz);
 
+/* Make a message safe for a log line: every byte below 0x20 and 0x7f (a
+ * newline that would forge a line of slurmd's log, an escape sequence)
+ * becomes '?'.  Applied to every message that repeats what a user gave. */
+void dist_printable (char *text);
+
 /* The text shown for --dist-train=help and in srun --help. */
 extern const char dist_spec_help[];
 

@@ -54,7 +54,8 @@ int dist_hostfile_walk (const char *text,
                 depth--;
             len++;
         }
-        if (len >= sizeof (entry))
+        /* "*5" or "node1,*3": a repeat of nothing */
+        if (len == 0 || len >= sizeof (entry))
             return -1;
         memcpy (entry, p, len);
         entry[len] = '\0';

@@ -11,15 +11,32 @@ static int plain_host (const char *h)
     if (*h == '\0' || strlen (h) > 255)
         return 0;
     return strspn (h, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                      "0123456789.-_:[]") == strlen (h);
+                      "0123456789.-_:[]")
+           == strlen (h);
 }
 
-char *dist_tf_config_prefix (const char *const *host_of_rank, size_t ntasks,
-                             uint16_t port_base, uint16_t lo, uint16_t hi)
+static const char head[] = "{\"cluster\": {\"worker\": [";
+static const char tail[] = "]}, \"task\": {\"type\": \"worker\", \"index\": ";
+
+/* The size of the prefix with five-digit ports: an upper bound. */
+static size_t prefix_size (const char *const *host_of_rank, size_t ntasks)
 {
-    static const char head[] = "{\"cluster\": {\"worker\": [";
-    static const char tail[] = "]}, \"task\": {\"type\": \"worker\", \"index\": ";
-    size_t span, i, size = sizeof (head) + sizeof (tail);
+    size_t size = sizeof (head) + sizeof (tail), i;
+
+    for (i = 0; i < ntasks; i++)
+        size += strlen (host_of_rank[i]) + 10; /* quotes, ":65535", ", " */
+    return size;
+}
+
+int dist_tf_config_fits (const char *const *host_of_rank, size_t ntasks)
+{
+    return prefix_size (host_of_rank, ntasks) <= DIST_TF_CONFIG_MAX;
+}
+
+char *dist_tf_config_prefix (const char *const *host_of_rank, size_t ntasks, uint16_t port_base,
+                             uint16_t lo, uint16_t hi)
+{
+    size_t span, i, size;
     char *text, *p;
 
     if (hi < lo || port_base < lo || port_base > hi)
@@ -27,11 +44,12 @@ char *dist_tf_config_prefix (const char *const *host_of_rank, size_t ntasks,
     span = (size_t) hi - lo + 1;
     if (ntasks == 0 || ntasks > span)
         return NULL;
-    for (i = 0; i < ntasks; i++) {
+    for (i = 0; i < ntasks; i++)
         if (!plain_host (host_of_rank[i]))
             return NULL;
-        size += strlen (host_of_rank[i]) + 12; /* quotes, ":65535", ", " */
-    }
+    size = prefix_size (host_of_rank, ntasks);
+    if (size > DIST_TF_CONFIG_MAX)
+        return NULL;
     text = p = malloc (size);
     if (text == NULL)
         return NULL;

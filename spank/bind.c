@@ -6,6 +6,7 @@
  * environment only, and local rank 0 says why.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -23,25 +24,25 @@
 #define GPU_LIST_MAX 1024
 
 struct task_binding {
-    char *visible;       /* CUDA_VISIBLE_DEVICES, NULL = no GPUs */
-    int device;          /* the index of its first own GPU in visible */
-    char *gpus;          /* bus ids */
-    char *cpus;          /* cpulist */
+    char *visible; /* CUDA_VISIBLE_DEVICES, NULL = no GPUs */
+    int device; /* the index of its first own GPU in visible */
+    char *gpus; /* bus ids */
+    char *cpus; /* cpulist */
     char *mems;
     char nic[DIST_NICNAME_MAX];
     int ncpus;
-    cpu_set_t *mask;     /* NULL when the plan is not for this machine */
+    cpu_set_t *mask; /* NULL when the plan is not for this machine */
     size_t masksize;
 };
 
 static struct {
     int ntasks;
     struct task_binding *task;
-    char warning[DIST_ERR_MAX];   /* why binding was skipped or limited */
-    bool cpus_shared;             /* for verbose: more ranks than CPUs */
-    double load_us, plan_us;      /* for verbose: what planning cost here */
-    enum topo_source source;      /* where the topology came from */
-    struct dist_topo live;        /* a live load, kept for the cache */
+    char warning[DIST_ERR_MAX]; /* why binding was skipped or limited */
+    bool cpus_shared; /* for verbose: more ranks than CPUs */
+    double load_us, plan_us; /* for verbose: what planning cost here */
+    enum topo_source source; /* where the topology came from */
+    struct dist_topo live; /* a live load, kept for the cache */
 } node;
 
 /* Keep the first problem; local rank 0 reports it. */
@@ -72,14 +73,36 @@ static int step_gpus (spank_t sp, int *index, char (*tokens)[64])
     bool have_visible, have_global;
     int n;
 
-    have_visible = spank_getenv (sp, "CUDA_VISIBLE_DEVICES", visible, sizeof (visible))
-                   == ESPANK_SUCCESS;
+    have_visible =
+        spank_getenv (sp, "CUDA_VISIBLE_DEVICES", visible, sizeof (visible)) == ESPANK_SUCCESS;
     have_global = spank_getenv (sp, "SLURM_STEP_GPUS", global, sizeof (global)) == ESPANK_SUCCESS;
-    n = dist_step_gpus (have_visible ? visible : NULL, have_global ? global : NULL, index,
-                        tokens, err, sizeof (err));
+    n = dist_step_gpus (have_visible ? visible : NULL, have_global ? global : NULL, index, tokens,
+                        err, sizeof (err));
     if (n < 0)
         warn ("%.200s: GPUs left as Slurm set them", err);
     return n;
+}
+
+/* slurmstepd's own affinity, on machines of any size (a fixed cpu_set_t
+ * holds 1,024 CPUs: beyond, sched_getaffinity fails with EINVAL). */
+static int own_affinity (const struct dist_topo *t, hwloc_bitmap_t here)
+{
+    int ncpus, rc = -1;
+    cpu_set_t *mask;
+    size_t size;
+
+    for (ncpus = 1024; ncpus <= (1 << 20); ncpus *= 2) {
+        if ((mask = CPU_ALLOC (ncpus)) == NULL)
+            return -1;
+        size = CPU_ALLOC_SIZE (ncpus);
+        rc = sched_getaffinity (0, size, mask);
+        if (rc == 0)
+            hwloc_cpuset_from_glibc_sched_affinity (t->topo, here, mask, (int) size);
+        CPU_FREE (mask);
+        if (rc == 0 || errno != EINVAL)
+            break;
+    }
+    return rc;
 }
 
 /* The step's CPUs on this node: the job's cores, narrowed by what
@@ -88,7 +111,6 @@ static int step_cpus (spank_t sp, const struct dist_topo *t, hwloc_bitmap_t allo
                       hwloc_bitmap_t here)
 {
     char *cores = NULL, err[DIST_ERR_MAX];
-    cpu_set_t mask;
     hwloc_bitmap_t both;
 
     if (spank_get_item (sp, S_JOB_ALLOC_CORES, &cores) != ESPANK_SUCCESS || cores == NULL) {
@@ -99,8 +121,7 @@ static int step_cpus (spank_t sp, const struct dist_topo *t, hwloc_bitmap_t allo
         warn ("%s", err);
         return -1;
     }
-    if (sched_getaffinity (0, sizeof (mask), &mask) == 0) {
-        hwloc_cpuset_from_glibc_sched_affinity (t->topo, here, &mask, sizeof (mask));
+    if (own_affinity (t, here) == 0) {
         both = hwloc_bitmap_alloc ();
         if (both != NULL) {
             hwloc_bitmap_and (both, allowed, here);
@@ -123,14 +144,14 @@ static char *join_tokens (const int *pos, int n, char (*tokens)[64])
     int i;
 
     for (i = 0; i < n; i++)
-        off += (size_t) snprintf (buf + off, sizeof (buf) - off, "%s%s", i ? "," : "",
-                                  tokens[pos[i]]);
+        off +=
+            (size_t) snprintf (buf + off, sizeof (buf) - off, "%s%s", i ? "," : "", tokens[pos[i]]);
     return strdup (buf);
 }
 
 static int fill_task (const struct dist_topo *t, const struct dist_bind_plan *plan,
-                      const int *index, char (*tokens)[64], hwloc_const_bitmap_t here,
-                      int r, struct task_binding *tb)
+                      const int *index, char (*tokens)[64], hwloc_const_bitmap_t here, int r,
+                      struct task_binding *tb)
 {
     const struct dist_bind_rank *rk = &plan->rank[r];
     int pos[DIST_GPUS_MAX], n, i;
@@ -188,8 +209,8 @@ void dist_train_bind_plan (spank_t sp)
         ngpus = 0;
     t0 = now_us ();
     /* I/O devices only for GPUs or NICs to place */
-    node.source = dist_train_topology_load (&t, ngpus > 0 || dist_train.cfg.nic_auto, err,
-                                            sizeof (err));
+    node.source =
+        dist_train_topology_load (&t, ngpus > 0 || dist_train.cfg.nic_auto, err, sizeof (err));
     if (node.source == TOPO_NONE) {
         warn ("%.200s: not bound", err);
         return;
@@ -261,8 +282,8 @@ static void report (spank_t sp, bool cpus_theirs, bool gpus_theirs)
         slurm_spank_log ("%s: %s: --gpu-bind/--gpus-per-task given: GPUs left as Slurm bound them",
                          PLUGIN_NAME, host);
     if (cpus_theirs)
-        slurm_spank_log ("%s: %s: --cpu-bind given: CPUs left as Slurm bound them",
-                         PLUGIN_NAME, host);
+        slurm_spank_log ("%s: %s: --cpu-bind given: CPUs left as Slurm bound them", PLUGIN_NAME,
+                         host);
     slurm_spank_log ("%s: %s: binding planned in %.0f us (topology loaded in %.0f us, %s)",
                      PLUGIN_NAME, host, node.plan_us, node.load_us,
                      node.source == TOPO_SITE_FILE ? "from the site's file"
@@ -270,16 +291,15 @@ static void report (spank_t sp, bool cpus_theirs, bool gpus_theirs)
                      : node.source == TOPO_LIVE_IO ? "live, with I/O devices"
                                                    : "live, without I/O devices");
     if (node.cpus_shared)
-        slurm_spank_log ("%s: %s: more ranks than CPUs: some ranks share CPUs", PLUGIN_NAME,
-                         host);
+        slurm_spank_log ("%s: %s: more ranks than CPUs: some ranks share CPUs", PLUGIN_NAME, host);
     slurm_spank_log ("%s: %s:   LOCAL_RANK  RANK  GPUS  CPUS  MEMS  NIC", PLUGIN_NAME, host);
     for (r = 0; r < node.ntasks && r < 64; r++) {
         const struct task_binding *tb = &node.task[r];
         uint32_t rank = 0;
         (void) spank_get_item (sp, S_JOB_LOCAL_TO_GLOBAL_ID, (uint32_t) r, &rank);
         slurm_spank_log ("%s: %s:   %-11d %-5lu %s  %s  %s  %s%s", PLUGIN_NAME, host, r,
-                         (unsigned long) rank, tb->gpus ? tb->gpus : "-", tb->cpus,
-                         tb->mems, tb->nic[0] ? tb->nic : "-",
+                         (unsigned long) rank, tb->gpus ? tb->gpus : "-", tb->cpus, tb->mems,
+                         tb->nic[0] ? tb->nic : "-",
                          tb->mask == NULL ? "  (not this machine: not applied)" : "");
     }
 }
@@ -293,8 +313,7 @@ void dist_train_bind_task (spank_t sp, int local_rank, uint32_t *omp_threads)
     double t0;
 
     if (local_rank == 0 && node.warning[0] != '\0')
-        slurm_spank_log ("%s: warning: %s: %s", PLUGIN_NAME, dist_train.node_name,
-                         node.warning);
+        slurm_spank_log ("%s: warning: %s: %s", PLUGIN_NAME, dist_train.node_name, node.warning);
     if (local_rank < 0 || local_rank >= node.ntasks)
         return;
     if (dist_train.cfg.verbose && local_rank == 0)
@@ -311,8 +330,8 @@ void dist_train_bind_task (spank_t sp, int local_rank, uint32_t *omp_threads)
     }
     if (!cpus_theirs && mode != DIST_BIND_GPU) {
         if (tb->mask != NULL && sched_setaffinity (0, tb->masksize, tb->mask) < 0)
-            slurm_spank_log ("%s: warning: cannot bind local rank %d to CPUs %s: %m",
-                             PLUGIN_NAME, local_rank, tb->cpus);
+            slurm_spank_log ("%s: warning: cannot bind local rank %d to CPUs %s: %m", PLUGIN_NAME,
+                             local_rank, tb->cpus);
         spank_setenv (sp, "DIST_TRAIN_CPUS", tb->cpus, 1);
         spank_setenv (sp, "DIST_TRAIN_MEMS", tb->mems, 1);
         if (tb->ncpus > 0)

@@ -39,6 +39,13 @@ void dist_train_defer_error (const char *msg);
  * step or salloc's interactive step). */
 bool dist_train_is_training_step (uint32_t step_id);
 
+/* A variable of the step's environment of any size up to 4 MiB (node lists
+ * of thousands of nodes; malloc'ed), or NULL when unset or larger. */
+char *dist_train_getenv_any (spank_t sp, const char *name);
+
+/* The step's nodes (SLURM_STEP_NODELIST), or NULL. */
+dt_hostlist_t dist_train_step_hostlist (spank_t sp);
+
 /* option.c */
 int dist_train_register_option (spank_t sp);
 int dist_train_apply_env_default (spank_t sp);

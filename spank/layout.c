@@ -127,7 +127,7 @@ static int arbitrary_layout (spank_t sp, struct step_layout *l)
 int dist_train_layout_load (spank_t sp, const struct dist_step *st,
                             struct step_layout *l)
 {
-    char text[8192], dist_text[64], plane_text[16];
+    char dist_text[64], plane_text[16], *text = NULL;
     uint32_t *counts = NULL, plane = 0, i;
     enum dist_distribution dist;
     dt_hostlist_t hl = NULL;
@@ -145,8 +145,7 @@ int dist_train_layout_load (spank_t sp, const struct dist_step *st,
         == ESPANK_SUCCESS)
         plane = (uint32_t) strtoul (plane_text, NULL, 10);
     if (l->names == NULL || l->node_of_rank == NULL || counts == NULL
-        || spank_getenv (sp, "SLURM_STEP_NODELIST", text, sizeof (text)) != ESPANK_SUCCESS
-        || (hl = slurm_hostlist_create (text)) == NULL)
+        || (hl = dist_train_step_hostlist (sp)) == NULL)
         goto out;
     for (i = 0; i < l->nnodes; i++)
         if ((l->names[i] = slurm_hostlist_shift (hl)) == NULL)
@@ -155,13 +154,14 @@ int dist_train_layout_load (spank_t sp, const struct dist_step *st,
         rc = arbitrary_layout (sp, l);
         goto out;
     }
-    if (spank_getenv (sp, "SLURM_STEP_TASKS_PER_NODE", text, sizeof (text)) != ESPANK_SUCCESS
+    if ((text = dist_train_getenv_any (sp, "SLURM_STEP_TASKS_PER_NODE")) == NULL
         || dist_tasks_per_node_parse (text, counts, l->nnodes) != (int) l->nnodes
         || dist_layout_assign (dist, plane, counts, l->nnodes, l->node_of_rank, l->ntasks) < 0)
         goto out;
     rc = 0;
 out:
     free (counts);
+    free (text);
     if (hl != NULL)
         slurm_hostlist_destroy (hl);
     if (rc < 0)

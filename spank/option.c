@@ -19,6 +19,7 @@ static int apply_spec (const char *spec, const char *origin)
 
     if (dist_config_parse_spec (&dist_train.cfg, spec, err, sizeof (err)) < 0) {
         snprintf (msg, sizeof (msg), "%s (from %s)", err, origin);
+        dist_printable (msg);
         if (remote) {
             dist_train_defer_error (msg);
             return 0;
@@ -84,6 +85,12 @@ int dist_train_apply_env_default (spank_t sp)
         const char *value = getenv (ENV_DEFAULT);
         if (value == NULL)
             return 0;
+        /* refused here too, or srun would pass what slurmstepd refuses */
+        if (strlen (value) >= sizeof (spec)) {
+            slurm_error ("%s: " ENV_DEFAULT " is longer than %zu characters", PLUGIN_NAME,
+                         sizeof (spec) - 1);
+            return -1;
+        }
         snprintf (spec, sizeof (spec), "%s", value);
     }
     return apply_spec (spec, ENV_DEFAULT);

@@ -1,6 +1,7 @@
 /* plugin.c - the SPANK entry points: parse the admin's arguments, register
  * --dist-train, and hand each callback to the code for the running context. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <slurm/spank.h>
@@ -13,8 +14,40 @@ struct dist_train dist_train;
 
 void dist_train_defer_error (const char *msg)
 {
-    if (dist_train.error[0] == '\0')
+    if (dist_train.error[0] == '\0') {
         snprintf (dist_train.error, sizeof (dist_train.error), "%s", msg);
+        dist_printable (dist_train.error);
+    }
+}
+
+#define ENV_VALUE_MAX (4 << 20)
+
+char *dist_train_getenv_any (spank_t sp, const char *name)
+{
+    size_t size = 8192;
+    char *value = NULL, *bigger;
+    spank_err_t rc;
+
+    do {
+        if ((bigger = realloc (value, size)) == NULL)
+            break;
+        value = bigger;
+        rc = spank_getenv (sp, name, value, (int) size);
+        if (rc == ESPANK_SUCCESS)
+            return value;
+        size *= 2;
+    } while (rc == ESPANK_NOSPACE && size <= ENV_VALUE_MAX);
+    free (value);
+    return NULL;
+}
+
+dt_hostlist_t dist_train_step_hostlist (spank_t sp)
+{
+    char *nodelist = dist_train_getenv_any (sp, "SLURM_STEP_NODELIST");
+    dt_hostlist_t hl = nodelist != NULL ? slurm_hostlist_create (nodelist) : NULL;
+
+    free (nodelist);
+    return hl;
 }
 
 bool dist_train_is_training_step (uint32_t step_id)
@@ -38,6 +71,7 @@ int slurm_spank_init (spank_t sp, int ac, char **av)
         if (dist_config_parse_arg (&dist_train.cfg, av[i], err, sizeof (err)) < 0) {
             /* srun and sbatch stop here, so an admin's typo is seen at once;
              * slurmstepd keeps the node healthy and fails the step instead. */
+            dist_printable (err);
             if (ctx != S_CTX_REMOTE) {
                 slurm_error ("%s: plugstack.conf: %s", PLUGIN_NAME, err);
                 return -1;

@@ -31,15 +31,12 @@ static int get_u32 (spank_t sp, spank_item_t item, const char *what,
  * from one pass over the step's node list; -1 if either is missing. */
 static int step_nodes (spank_t sp, uint32_t index, char **first, char **self)
 {
-    char nodelist[8192];
     dt_hostlist_t hl;
     char *name;
     uint32_t i;
 
     *first = *self = NULL;
-    if (spank_getenv (sp, "SLURM_STEP_NODELIST", nodelist, sizeof (nodelist))
-            != ESPANK_SUCCESS
-        || (hl = slurm_hostlist_create (nodelist)) == NULL)
+    if ((hl = dist_train_step_hostlist (sp)) == NULL)
         return -1;
     for (i = 0; i <= index && (name = slurm_hostlist_shift (hl)) != NULL; i++) {
         if (i == 0)
@@ -61,12 +58,10 @@ static int step_nodes (spank_t sp, uint32_t index, char **first, char **self)
 
 static bool is_step_node (spank_t sp, const char *name)
 {
-    char nodelist[8192];
     dt_hostlist_t hl;
     bool found;
 
-    if (spank_getenv (sp, "SLURM_STEP_NODELIST", nodelist, sizeof (nodelist)) != ESPANK_SUCCESS
-        || (hl = slurm_hostlist_create (nodelist)) == NULL)
+    if ((hl = dist_train_step_hostlist (sp)) == NULL)
         return false;
     found = slurm_hostlist_find (hl, name) >= 0;
     slurm_hostlist_destroy (hl);
@@ -215,6 +210,13 @@ static int collect_step (spank_t sp, struct dist_step *step)
     /* A MASTER_ADDR the user set is kept: it only guides the interface. */
     if (spank_getenv (sp, "MASTER_ADDR", user_addr, sizeof (user_addr)) == ESPANK_SUCCESS
         && user_addr[0] != '\0') {
+        /* jax builds JAX_COORDINATOR_ADDRESS from it: never from a cut name */
+        if (dist_train.cfg.profile == DIST_PROFILE_JAX
+            && strlen (user_addr) >= sizeof (step->master_addr)) {
+            dist_train_defer_error ("the jax profile needs a MASTER_ADDR of at most 45 "
+                                    "characters; set it to rank 0's address, not a long name");
+            goto out;
+        }
         /* (too long to be an address: the user's value is kept as it is) */
         snprintf (step->master_addr, sizeof (step->master_addr), "%.45s", user_addr);
         here = false;
@@ -268,6 +270,14 @@ static int build_tf_config (spank_t sp, const struct dist_step *st)
         if (host_of_rank != NULL) {
             for (rank = 0; rank < st->world_size; rank++)
                 host_of_rank[rank] = layout.names[layout.node_of_rank[rank]];
+            if (!dist_tf_config_fits (host_of_rank, st->world_size)) {
+                free (host_of_rank);
+                dist_train_layout_free (&layout);
+                dist_train_defer_error ("the tf profile's TF_CONFIG for this many ranks is larger "
+                                        "than Linux allows for one variable (128 KiB); use the "
+                                        "torch or jax profile");
+                return -1;
+            }
             dist_train.tf_config = dist_tf_config_prefix (
                 host_of_rank, st->world_size, st->master_port,
                 dist_train.cfg.port_lo, dist_train.cfg.port_hi);
@@ -361,10 +371,13 @@ static void report_ranks (spank_t sp, const struct dist_step *st)
 static void report_step (spank_t sp)
 {
     const struct dist_step *st = &dist_train.step;
-    char nodes[1024];
+    char nodes[1024], *all = dist_train_getenv_any (sp, "SLURM_STEP_NODELIST");
 
-    if (spank_getenv (sp, "SLURM_STEP_NODELIST", nodes, sizeof (nodes)) != ESPANK_SUCCESS)
-        snprintf (nodes, sizeof (nodes), "?");
+    /* (a long list is cut for the line, with an ellipsis) */
+    snprintf (nodes, sizeof (nodes), "%s", all != NULL ? all : "?");
+    if (all != NULL && strlen (all) >= sizeof (nodes))
+        memcpy (nodes + sizeof (nodes) - 4, "...", 4);
+    free (all);
     slurm_spank_log ("%s: step %lu.%lu: %s profile, %lu ranks on %lu nodes (%s), "
                      "MASTER_ADDR=%s MASTER_PORT=%u, interface on rank 0's node: %s",
                      PLUGIN_NAME, (unsigned long) st->job_id, (unsigned long) st->step_id,

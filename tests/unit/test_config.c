@@ -267,6 +267,21 @@ static void test_arg_nic_and_topology (void **state)
     assert_string_equal (cfg.topology, "/etc/slurm/node.xml");
 }
 
+/* A user's text in a message can forge no log line. */
+static void test_printable (void **state)
+{
+    char forged[] = "torch,x\n[2026-11-23T10:00:00] error: Node n1 has low real_memory\x1b[2J\x7f";
+    char plain[] = "torch,verbose";
+
+    dist_printable (forged);
+    assert_null (strchr (forged, '\n'));
+    assert_null (strchr (forged, '\x1b'));
+    assert_null (strchr (forged, '\x7f'));
+    assert_string_equal (forged, "torch,x?[2026-11-23T10:00:00] error: Node n1 has low real_memory?[2J?");
+    dist_printable (plain);
+    assert_string_equal (plain, "torch,verbose");
+}
+
 int main (void)
 {
     const struct CMUnitTest tests[] = {
@@ -285,6 +300,7 @@ int main (void)
         cmocka_unit_test (test_arg_nic_and_topology),
         cmocka_unit_test (test_fail_fast),
         cmocka_unit_test (test_watchdog),
+        cmocka_unit_test (test_printable),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }

@@ -83,6 +83,10 @@ static void test_walk (void **state)
     walk_is ("node1*4x\n", NULL);
     walk_is ("node1*70000\n", NULL);
     walk_is ("node1*-1\n", NULL);
+    /* a repeat of nothing never reaches the callback */
+    walk_is ("*5\n", NULL);
+    walk_is ("node1,*3\n", NULL);
+    walk_is ("node1\n*2 node2\n", NULL);
 }
 
 int main (void)
