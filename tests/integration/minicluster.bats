@@ -36,10 +36,22 @@ in_cluster() {
 	timeout 60 "$MINICLUSTER" exec --dir "$CLUSTER_DIR" -- "$@"
 }
 
+# Slurm's and munge's daemons of this PID namespace (a cluster that
+# scripts/slurm-chroot runs in its own PID namespace at the same time is not
+# this one's).
+our_daemons() {
+	local self proc
+	self=$(readlink /proc/self/ns/pid)
+	for proc in /proc/[0-9]*; do
+		[[ $(readlink "$proc/ns/pid" 2>/dev/null) == "$self" ]] || continue
+		ps -o stat=,comm= -p "${proc#/proc/}" 2>/dev/null
+	done | awk '$1 !~ /^Z/ && $2 ~ /^(munged|slurmctld|slurmd|slurmstepd)$/'
+}
+
 # What stop must leave behind: nothing.
 assert_nothing_left() {
 	local daemons namespaces links mounts
-	daemons=$(ps -eo stat=,comm= | awk '$1 !~ /^Z/ && $2 ~ /^(munged|slurmctld|slurmd|slurmstepd)$/')
+	daemons=$(our_daemons)
 	namespaces=$(ip netns list | grep '^dt-' || true)
 	links=$(ip -o link show | awk -F': ' '{print $2}' | grep -E '^(dtbr0|dtveth-)' || true)
 	mounts=$(findmnt -rn -o TARGET | grep -E '^/run/netns/dt-|minicluster' || true)
