@@ -52,7 +52,8 @@ void shim_end (void);
  * nothing), then fence with data collection, before the deadline. */
 int shim_exchange (enum shim_op op, const void *payload, size_t size, bool contribute,
                    uint64_t seq);
-/* A fence without data, before the deadline. */
+/* A barrier: a fence with data collection (without, Slurm's does not wait), before the
+ * deadline. */
 int shim_fence (uint64_t seq);
 /* The contributions of ranks first .. first+count-1 to collective seq, checked against op,
  * fetched before the deadline; free them with shim_pieces_free(). */

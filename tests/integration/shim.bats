@@ -191,6 +191,61 @@ preempt_one_task() {
     [ "$(count 'rank [0-5]: allgather returned -4 .* after [5-9]\.[0-9] s; then -5$')" -eq 5 ]
 }
 
+# A late rank alone on its node (-n3: ranks 0-1 on node1, rank 2 on node2), then sharing
+# its node (-n4: rank 3 with rank 2): $1 runs as "$1 VICTIM MS" in every task.
+late_layouts() {
+    local layout victim
+    for layout in 3 4; do
+        victim=$((layout - 1))
+        run timeout 60 srun --mpi=pmix -K0 -N2 -n"$layout" "$@" "$victim" "$LATE_MS"
+        echo "-n$layout: $output"
+        check_late "$victim" "$layout" || return 1
+    done
+}
+
+# Issue 12 §1: a fence without data collection completed at once on every rank while one
+# rank was 3 s late. The others must wait for it.
+check_late_wait() {
+    local r t others=0
+    for ((r = 0; r < $2; r++)); do
+        ((r == $1)) && continue
+        t=$(sed -n "s/^rank $r: barrier returned 0 after \([0-9.]*\) s; then 0\$/\1/p" <<<"$output")
+        [[ -n $t ]] || { echo "rank $r: no OK barrier"; return 1; }
+        awk -v t="$t" 'BEGIN { exit !(t >= 2.5 && t <= 3.5) }' || { echo "rank $r waited $t s"; return 1; }
+        others=$((others + 1))
+    done
+    ((others == $2 - 1))
+}
+
+check_late_timeout() {
+    local r t others=0
+    for ((r = 0; r < $2; r++)); do
+        ((r == $1)) && continue
+        # DTSHIM_ERR_TIMEOUT (-4) within the 2 s deadline, then DTSHIM_ERR_BROKEN (-5)
+        t=$(sed -n "s/^rank $r: barrier returned -4 after \([0-9.]*\) s; then -5\$/\1/p" <<<"$output")
+        [[ -n $t ]] || { echo "rank $r: no timeout"; return 1; }
+        awk -v t="$t" 'BEGIN { exit !(t >= 1.9 && t <= 2.5) }' || { echo "rank $r: timeout after $t s"; return 1; }
+        others=$((others + 1))
+    done
+    ((others == $2 - 1))
+}
+
+@test "a late rank, alone on its node and sharing it: dtshim_barrier waits for it" {
+    require_pmix
+    LATE_MS=3000
+    check_late() { check_late_wait "$@"; }
+    late_layouts "$CHECK" late
+    late_layouts "$TORCH_PYTHON" "$TOP/tests/integration/helpers/shim_late.py"
+}
+
+@test "a rank later than the deadline: the others' barrier times out within it, then BROKEN" {
+    require_pmix
+    LATE_MS=4000
+    check_late() { check_late_timeout "$@"; }
+    DTSHIM_TIMEOUT=2 late_layouts "$CHECK" late
+    DTSHIM_TIMEOUT=2 late_layouts "$TORCH_PYTHON" "$TOP/tests/integration/helpers/shim_late.py"
+}
+
 @test "DTSHIM_ABORT_ON_TIMEOUT=1: a timeout ends the whole step" {
     require_pmix
     local t0=$SECONDS

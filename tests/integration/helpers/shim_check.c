@@ -279,6 +279,24 @@ static int deadline (int victim, const char *how)
     return rv == DTSHIM_OK ? 1 : 3;
 }
 
+/* The late rank sleeps ms before the barrier; the others time theirs. Then another barrier
+ * (DTSHIM_ERR_BROKEN after a timeout). */
+static int late (int victim, int ms)
+{
+    double t0, t;
+    int rv, then;
+
+    check (dtshim_barrier (), "dtshim_barrier");
+    if (rank == victim)
+        usleep ((useconds_t) ms * 1000);
+    t0 = now_s ();
+    rv = dtshim_barrier ();
+    t = now_s () - t0;
+    then = dtshim_barrier ();
+    printf ("rank %d: barrier returned %d after %.2f s; then %d\n", rank, rv, t, then);
+    return 0;
+}
+
 static int unique_ids (int count, int fail)
 {
     uint8_t ids[8][128];
@@ -370,6 +388,8 @@ int main (int argc, char **argv)
         rv = idle (argv[2]);
     else if (strcmp (mode, "deadline") == 0 && argc > 2)
         return deadline (atoi (argv[2]), argc > 3 ? argv[3] : "kill");
+    else if (strcmp (mode, "late") == 0 && argc > 3)
+        rv = late (atoi (argv[2]), atoi (argv[3]));
     else if (strcmp (mode, "unique-id") == 0 && argc > 2)
         rv = unique_id (atoi (argv[2]));
     else if (strcmp (mode, "unique-ids") == 0 && argc > 3)
