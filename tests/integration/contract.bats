@@ -71,11 +71,14 @@ setup() {
 @test "a FIFO as SLURM_HOSTFILE: refused at once, the nodes stay in service" {
     local hf=$MINICLUSTER_DIR/hostfile.fifo
     rm -f "$hf" && mkfifo "$hf"
-    # srun reads the one write; a node that opened the FIFO would wait forever
+    # one write for whoever reads first (srun, on some versions); a node
+    # that opened the FIFO after it would wait forever for another
     (printf 'node1\nnode2\n' > "$hf" &)
     SECONDS=0
-    SLURM_HOSTFILE=$hf run timeout 60 srun -N2 -n2 -m arbitrary --dist-train=tf true
+    SLURM_HOSTFILE=$hf run timeout 60 srun -n2 -w node1,node2 -m arbitrary --dist-train=tf true
     local took=$SECONDS
+    # release the writer if nobody read, then remove the FIFO
+    timeout 1 cat "$hf" >/dev/null 2>&1 || true
     rm -f "$hf"
     echo "$output"
     [ "$status" -ne 0 ]
