@@ -21,7 +21,10 @@ int shim_begin (uint64_t *seq)
     *seq = shim_world.seq++;
     /* One deadline for the whole call: its fence and its gets. */
     clock_gettime (CLOCK_MONOTONIC, &shim_world.deadline);
-    frac = modf (shim_world.timeout_s, &whole);
+    /* Saturated: the settings refuse more than SHIM_TIMEOUT_MAX (1e19 s overflowed here). */
+    frac = modf (shim_world.timeout_s < SHIM_TIMEOUT_MAX ? shim_world.timeout_s
+                                                         : SHIM_TIMEOUT_MAX,
+                 &whole);
     shim_world.deadline.tv_sec += (time_t) whole;
     shim_world.deadline.tv_nsec += (long) (frac * 1e9);
     if (shim_world.deadline.tv_nsec >= 1000000000L) {

@@ -66,8 +66,9 @@ const char *dtshim_last_error (void);
  * - Outside Slurm, or in a step of one task without PMIx: a world of one, where every
  *   collective completes at once.
  * Calling it again after success does nothing and returns DTSHIM_OK. Environment:
- * DTSHIM_TIMEOUT (seconds, default 300, 0 = wait forever), DTSHIM_ABORT_ON_TIMEOUT=1,
- * DTSHIM_PREEMPT_SIGNAL (a name like USR2 or SIGUSR2, a number, or "none"; default USR2). */
+ * DTSHIM_TIMEOUT (seconds, default 300, 0 = wait forever, at most 31536000 = a year),
+ * DTSHIM_ABORT_ON_TIMEOUT=1, DTSHIM_PREEMPT_SIGNAL (a name like USR2 or SIGUSR2, a number,
+ * or "none"; default USR2; faults, CONT, PIPE, CHLD, URG and ALRM are refused). */
 int dtshim_init (void);
 
 /* Restore the signal handlers and disconnect from PMIx. Not collective. */
@@ -93,7 +94,8 @@ const char *dtshim_chief_host (void);
  * buf of len bytes. Not collective. */
 int dtshim_chief_addr (char *buf, size_t len);
 
-/* Deadline of every collective that follows, in seconds (0 = wait forever). A collective
+/* Deadline of every collective that follows, in seconds (0 = wait forever; more than a
+ * year, 31536000 s, is DTSHIM_ERR_INVALID). A collective
  * that passes it returns DTSHIM_ERR_TIMEOUT; the step's exchanges are lost then, and every
  * later collective returns DTSHIM_ERR_BROKEN: end the program, or call dtshim_abort(). */
 int dtshim_set_timeout (double seconds);
@@ -177,7 +179,9 @@ int dtshim_preempt_requested (void);
 /* Record a preemption request as if the signal had arrived (e.g. from a watchdog thread). */
 void dtshim_request_preempt (void);
 
-/* Change the recorded preemption signal (0 = none besides SIGTERM); after dtshim_init(). */
+/* Change the recorded preemption signal (0 = none besides SIGTERM); after dtshim_init().
+ * DTSHIM_ERR_INVALID for KILL, STOP, TERM, the faults (SEGV, BUS, FPE, ILL, TRAP, SYS) and
+ * CONT, PIPE, CHLD, URG, ALRM. */
 int dtshim_set_preempt_signal (int signo);
 
 /* Progress watchdog (off by default). With DIST_TRAIN_WATCHDOG=SECONDS in the environment

@@ -325,7 +325,7 @@ int dtshim_chief_addr (char *buf, size_t len)
 
 int dtshim_set_timeout (double seconds)
 {
-    if (!(seconds >= 0))
+    if (!(seconds >= 0 && seconds <= SHIM_TIMEOUT_MAX))
         return DTSHIM_ERR_INVALID;
     shim_world.timeout_s = seconds;
     return DTSHIM_OK;

@@ -104,7 +104,7 @@ int dtshim_set_preempt_signal (int signo)
 
     if (!shim_world.initialized)
         return DTSHIM_ERR_NOT_INITIALIZED;
-    if (signo < 0 || signo >= NSIG || signo == SIGTERM || signo == SIGKILL || signo == SIGSTOP)
+    if (signo != 0 && !shim_signal_allowed (signo))
         return DTSHIM_ERR_INVALID;
     if (signo == preempt_signo)
         return DTSHIM_OK;

@@ -86,7 +86,8 @@ int shim_parse_timeout (const char *text, double *seconds)
         return -1;
     errno = 0;
     v = strtod (text, &end);
-    if (errno != 0 || end == text || *end != '\0' || !isfinite (v) || v < 0)
+    if (errno != 0 || end == text || *end != '\0' || !isfinite (v) || v < 0
+        || v > SHIM_TIMEOUT_MAX)
         return -1;
     *seconds = v;
     return 0;
@@ -96,9 +97,24 @@ static const struct {
     const char *name;
     int signo;
 } signal_names[] = {
-    {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"HUP", SIGHUP}, {"INT", SIGINT},   {"QUIT", SIGQUIT},
-    {"ALRM", SIGALRM}, {"CONT", SIGCONT}, {"URG", SIGURG}, {"XCPU", SIGXCPU}, {"PWR", SIGPWR},
+    {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"HUP", SIGHUP},
+    {"INT", SIGINT},   {"QUIT", SIGQUIT}, {"XCPU", SIGXCPU}, {"PWR", SIGPWR},
 };
+
+bool shim_signal_allowed (int signo)
+{
+    switch (signo) {
+    case SIGKILL: case SIGSTOP: /* cannot be caught */
+    case SIGTERM: /* the shim records it already */
+    /* faults: a handler that returns runs the faulting instruction again */
+    case SIGSEGV: case SIGBUS: case SIGFPE: case SIGILL: case SIGTRAP: case SIGSYS:
+    /* sent by the kernel or the runtime for their own reasons */
+    case SIGCONT: case SIGPIPE: case SIGCHLD: case SIGURG: case SIGALRM:
+        return false;
+    default:
+        return signo > 0 && signo < NSIG;
+    }
+}
 
 int shim_parse_signal (const char *text, int *signo)
 {
@@ -113,8 +129,9 @@ int shim_parse_signal (const char *text, int *signo)
         return 0;
     }
     if (isdigit ((unsigned char) *text)) {
+        errno = 0;
         n = strtol (text, &end, 10);
-        if (*end != '\0' || n <= 0 || n >= NSIG || n == SIGKILL || n == SIGSTOP || n == SIGTERM)
+        if (errno != 0 || *end != '\0' || n <= 0 || n >= NSIG || !shim_signal_allowed ((int) n))
             return -1;
         *signo = (int) n;
         return 0;

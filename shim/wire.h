@@ -3,6 +3,7 @@
 #ifndef DTSHIM_WIRE_H
 #define DTSHIM_WIRE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -56,10 +57,17 @@ int shim_frame_parse (const uint8_t *chunk, size_t len, enum shim_op op, uint64_
 /* "300", "2.5", "0": seconds, 0 means forever. -1 for anything else (negative, not a number,
  * trailing text). */
 int shim_parse_timeout (const char *text, double *seconds);
+/* The longest deadline, a year (longer ones overflowed the deadline's arithmetic). */
+#define SHIM_TIMEOUT_MAX (365.0 * 24 * 3600)
 
 /* "USR2", "SIGUSR2", "12", "none" (0). -1 for an unknown name or a signal that cannot be
- * caught (KILL, STOP) or that the shim handles already (TERM). */
+ * caught (KILL, STOP), that the shim handles already (TERM), or that shim_signal_allowed()
+ * refuses. */
 int shim_parse_signal (const char *text, int *signo);
+/* Whether signo may be the preemption signal: not KILL, STOP, TERM, nor a fault (SEGV, BUS,
+ * FPE, ILL, TRAP, SYS), nor one the kernel or runtime sends for other reasons (CONT, PIPE,
+ * CHLD, URG, ALRM). */
+bool shim_signal_allowed (int signo);
 
 /* An integer fact as Slurm's PMIx gives it (uint16, uint32, int, ...), as a non-negative
  * int; -1 when v is not an integer type or out of range. */

@@ -133,6 +133,21 @@ static void bad_settings_are_errors (void **state)
     assert_int_equal (dtshim_init (), DTSHIM_OK);
     assert_true (dtshim_get_timeout () == 2.5);
     assert_int_equal (dtshim_set_timeout (-1), DTSHIM_ERR_INVALID);
+    assert_int_equal (dtshim_set_timeout (1e19), DTSHIM_ERR_INVALID);
+    assert_true (dtshim_get_timeout () == 2.5);
+    setenv ("DTSHIM_TIMEOUT", "1e19", 1);
+    dtshim_finalize ();
+    assert_int_equal (dtshim_init (), DTSHIM_ERR_INVALID);
+    setenv ("DTSHIM_TIMEOUT", "2.5", 1);
+    setenv ("DTSHIM_PREEMPT_SIGNAL", "SEGV", 1);
+    assert_int_equal (dtshim_init (), DTSHIM_ERR_SIGNAL);
+    setenv ("DTSHIM_PREEMPT_SIGNAL", "14", 1); /* SIGALRM */
+    assert_int_equal (dtshim_init (), DTSHIM_ERR_SIGNAL);
+    setenv ("DTSHIM_PREEMPT_SIGNAL", "USR1", 1);
+    assert_int_equal (dtshim_init (), DTSHIM_OK);
+    assert_int_equal (dtshim_set_preempt_signal (SIGSEGV), DTSHIM_ERR_INVALID);
+    assert_int_equal (dtshim_set_preempt_signal (SIGCHLD), DTSHIM_ERR_INVALID);
+    assert_int_equal (dtshim_set_preempt_signal (SIGCONT), DTSHIM_ERR_INVALID);
 }
 
 static void collectives_copy_in_a_world_of_one (void **state)

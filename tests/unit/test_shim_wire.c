@@ -4,6 +4,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -145,6 +146,10 @@ static void timeout_parsing (void **state)
     assert_int_equal (shim_parse_timeout ("", &s), -1);
     assert_int_equal (shim_parse_timeout ("nan", &s), -1);
     assert_int_equal (shim_parse_timeout ("inf", &s), -1);
+    /* Past a year the deadline's arithmetic would overflow (1e19 s: UBSan at collective.c) */
+    assert_int_equal (shim_parse_timeout ("1e19", &s), -1);
+    assert_int_equal (shim_parse_timeout ("31536001", &s), -1);
+    assert_int_equal (shim_parse_timeout ("31536000", &s), 0);
     assert_int_equal (shim_parse_timeout (NULL, &s), -1);
 }
 
@@ -166,6 +171,28 @@ static void signal_parsing (void **state)
     assert_int_equal (shim_parse_signal ("TERM", &signo), -1);
     assert_int_equal (shim_parse_signal ("12x", &signo), -1);
     assert_int_equal (shim_parse_signal ("", &signo), -1);
+    /* Faults (a handler that returns re-runs the faulting instruction), and signals the
+     * kernel or the runtime sends for other reasons (issue 12 §2): refused by name, with
+     * or without SIG, and by number. */
+    static const struct {
+        const char *name;
+        int signo;
+    } refused[] = {
+        {"SEGV", SIGSEGV}, {"BUS", SIGBUS},   {"FPE", SIGFPE}, {"ILL", SIGILL},
+        {"TRAP", SIGTRAP}, {"SYS", SIGSYS},   {"CONT", SIGCONT}, {"PIPE", SIGPIPE},
+        {"CHLD", SIGCHLD}, {"URG", SIGURG},   {"ALRM", SIGALRM},
+    };
+    char text[32];
+    for (size_t i = 0; i < sizeof (refused) / sizeof (refused[0]); i++) {
+        assert_int_equal (shim_parse_signal (refused[i].name, &signo), -1);
+        snprintf (text, sizeof (text), "SIG%s", refused[i].name);
+        assert_int_equal (shim_parse_signal (text, &signo), -1);
+        snprintf (text, sizeof (text), "%d", refused[i].signo);
+        assert_int_equal (shim_parse_signal (text, &signo), -1);
+        assert_false (shim_signal_allowed (refused[i].signo));
+    }
+    assert_int_equal (shim_parse_signal ("99999999999999999999", &signo), -1);
+    assert_true (shim_signal_allowed (SIGUSR1) && shim_signal_allowed (SIGHUP));
 }
 
 static void integer_facts_of_any_width (void **state)
