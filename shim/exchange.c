@@ -185,6 +185,9 @@ int shim_exchange (enum shim_op op, const void *payload, size_t size, bool contr
 
     if (!contribute)
         return fence (true, seq);
+    if (size > SHIM_MAX_PAYLOAD)
+        return shim_fail (DTSHIM_ERR_INVALID, "%zu bytes: more than the shim carries (%zu)", size,
+                          SHIM_MAX_PAYLOAD);
     if ((frame = malloc (frame_len)) == NULL)
         return DTSHIM_ERR_NO_MEMORY;
     shim_frame_header (frame, op, seq, size);
@@ -363,15 +366,10 @@ int shim_read (enum shim_op op, uint64_t seq, int first, int count, struct shim_
             goto out;
         }
         out[i].size = (size_t) size;
-        if ((out[i].bytes = malloc (size > 0 ? size : 1)) == NULL) {
-            rv = DTSHIM_ERR_NO_MEMORY;
-            goto out;
-        }
-        memcpy (out[i].bytes, s->bytes + SHIM_FRAME_HEADER, s->len - SHIM_FRAME_HEADER);
         nrest += shim_chunk_count (SHIM_FRAME_HEADER + size) - 1;
     }
     if (nrest == 0)
-        goto out;
+        goto assemble;
     free (ranks);
     free (chunks);
     ranks = calloc (nrest, sizeof (*ranks));
@@ -398,6 +396,19 @@ int shim_read (enum shim_op op, uint64_t seq, int first, int count, struct shim_
                             (unsigned long long) seq, ranks[k], chunks[k], rest->slots[k].len);
             goto out;
         }
+    }
+assemble:
+    /* Every chunk came with the length its frame declares: only now the payloads' memory. */
+    for (int i = 0; i < count; i++) {
+        if ((out[i].bytes = malloc (out[i].size > 0 ? out[i].size : 1)) == NULL) {
+            rv = DTSHIM_ERR_NO_MEMORY;
+            goto out;
+        }
+        memcpy (out[i].bytes, p->slots[i].bytes + SHIM_FRAME_HEADER,
+                p->slots[i].len - SHIM_FRAME_HEADER);
+    }
+    for (k = 0; k < nrest; k++) {
+        int i = ranks[k] - first;
         memcpy (out[i].bytes + chunks[k] * SHIM_CHUNK - SHIM_FRAME_HEADER, rest->slots[k].bytes,
                 rest->slots[k].len);
     }

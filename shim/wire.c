@@ -70,8 +70,7 @@ int shim_frame_parse (const uint8_t *chunk, size_t len, enum shim_op op, uint64_
     if (chunk[4] != (uint8_t) op || get_u64 (chunk + 16) != seq)
         return DTSHIM_ERR_MISMATCH;
     n = get_u64 (chunk + 8);
-    if (n > SIZE_MAX - SHIM_FRAME_HEADER
-        || len != shim_chunk_len (SHIM_FRAME_HEADER + (size_t) n, 0))
+    if (n > SHIM_MAX_PAYLOAD || len != shim_chunk_len (SHIM_FRAME_HEADER + (size_t) n, 0))
         return DTSHIM_ERR_PMIX;
     *size = n;
     return DTSHIM_OK;

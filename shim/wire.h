@@ -34,6 +34,9 @@ enum shim_op {
 /* A frame larger than SHIM_CHUNK is put as several PMIx values: Slurm's PMIx server keeps
  * each value in one shared-memory segment, which holds 4 MiB by default. */
 #define SHIM_CHUNK ((size_t) 1 << 20)
+/* The largest payload of one rank in one collective, 1 GiB: a frame that declares more is
+ * refused before anything is allocated for it (the shim is for small data). */
+#define SHIM_MAX_PAYLOAD ((size_t) 1 << 30)
 
 /* Chunks of a frame of frame_len bytes, and the length of chunk i. */
 size_t shim_chunk_count (size_t frame_len);

@@ -75,6 +75,17 @@ static void first_chunk_of_a_large_frame (void **state)
     /* A first chunk shorter than SHIM_CHUNK cannot start a frame that needs more. */
     assert_int_equal (shim_frame_parse (chunk, sizeof (chunk) - 1, SHIM_OP_GATHERV, 7, &size),
                       DTSHIM_ERR_PMIX);
+    /* A peer that declares a huge payload (issue 12 §2): refused before anyone allocates
+     * its size or asks for its chunks. SHIM_MAX_PAYLOAD itself passes. */
+    shim_frame_header (chunk, SHIM_OP_GATHERV, 7, SHIM_MAX_PAYLOAD);
+    assert_int_equal (shim_frame_parse (chunk, sizeof (chunk), SHIM_OP_GATHERV, 7, &size),
+                      DTSHIM_OK);
+    shim_frame_header (chunk, SHIM_OP_GATHERV, 7, (uint64_t) SHIM_MAX_PAYLOAD + 1);
+    assert_int_equal (shim_frame_parse (chunk, sizeof (chunk), SHIM_OP_GATHERV, 7, &size),
+                      DTSHIM_ERR_PMIX);
+    shim_frame_header (chunk, SHIM_OP_GATHERV, 7, (uint64_t) 1 << 62);
+    assert_int_equal (shim_frame_parse (chunk, sizeof (chunk), SHIM_OP_GATHERV, 7, &size),
+                      DTSHIM_ERR_PMIX);
 }
 
 static void frame_size_is_little_endian (void **state)
