@@ -27,6 +27,7 @@ static struct {
     pthread_t thread;
     bool running;
     bool stopping;
+    bool clock_set; /* wake waits on CLOCK_MONOTONIC */
     double limit_s;
     _Atomic int64_t last_ns; /* CLOCK_MONOTONIC of the last progress */
     pthread_mutex_t lock;
@@ -49,18 +50,47 @@ int dtshim_progress (void)
     return DTSHIM_OK;
 }
 
+/* How long PMIx_Abort may take before the watchdog exits anyway. */
+#define ABORT_DEADLINE_S 10
+
+static void *exit_later (void *arg)
+{
+    struct timespec left = {ABORT_DEADLINE_S, 0};
+
+    (void) arg;
+    while (nanosleep (&left, &left) != 0 && errno == EINTR)
+        ;
+    _exit (WATCHDOG_EXIT);
+}
+
+/* Nothing here may wait for what the wedged threads hold: the message goes out with
+ * write(2), not stdio (its stderr lock may be held by a stuck thread), and PMIx_Abort,
+ * which waits for the server, gets ABORT_DEADLINE_S before the process exits anyway. */
 static void fire (double idle_s)
 {
     char msg[256];
+    pthread_attr_t attr;
+    pthread_t t;
+    int n;
 
-    snprintf (msg, sizeof (msg),
-              "dtshim: rank %d made no progress for %.1f s "
-              "(DIST_TRAIN_WATCHDOG=%g): ending the step",
-              shim_world.rank, idle_s, wd.limit_s);
-    fprintf (stderr, "%s\n", msg);
-    fflush (stderr);
-    if (shim_world.pmix)
-        PMIx_Abort (WATCHDOG_EXIT, msg, NULL, 0);
+    n = snprintf (msg, sizeof (msg) - 1,
+                  "dtshim: rank %d made no progress for %.1f s "
+                  "(DIST_TRAIN_WATCHDOG=%g): ending the step",
+                  shim_world.rank, idle_s, wd.limit_s);
+    if (n < 0)
+        n = 0;
+    if ((size_t) n > sizeof (msg) - 2)
+        n = (int) sizeof (msg) - 2;
+    msg[n] = '\n';
+    (void) !write (STDERR_FILENO, msg, (size_t) n + 1);
+    msg[n] = '\0';
+    if (shim_world.pmix) {
+        pthread_attr_init (&attr);
+        pthread_attr_setdetachstate (&attr, PTHREAD_CREATE_DETACHED);
+        if (pthread_create (&t, &attr, exit_later, NULL) == 0)
+            PMIx_Abort (WATCHDOG_EXIT, msg, NULL, 0);
+        pthread_attr_destroy (&attr);
+    }
     _exit (WATCHDOG_EXIT);
 }
 
@@ -78,7 +108,7 @@ static void *watch (void *arg)
             pthread_mutex_unlock (&wd.lock);
             fire ((double) idle / 1e9);
         }
-        clock_gettime (CLOCK_REALTIME, &until);
+        clock_gettime (CLOCK_MONOTONIC, &until); /* wd.wake waits on CLOCK_MONOTONIC */
         until.tv_sec += (time_t) period;
         until.tv_nsec += (long) ((period - floor (period)) * 1e9);
         if (until.tv_nsec >= 1000000000) {
@@ -111,6 +141,17 @@ int shim_watchdog_start (void)
         return DTSHIM_OK;
     wd.limit_s = limit;
     wd.stopping = false;
+    /* A wait on the monotonic clock: a step of the wall clock neither delays nor hurries
+     * the watchdog. */
+    if (!wd.clock_set) {
+        pthread_condattr_t attr;
+        pthread_condattr_init (&attr);
+        pthread_condattr_setclock (&attr, CLOCK_MONOTONIC);
+        pthread_cond_destroy (&wd.wake);
+        pthread_cond_init (&wd.wake, &attr);
+        pthread_condattr_destroy (&attr);
+        wd.clock_set = true;
+    }
     atomic_store (&wd.last_ns, now_ns ());
     rc = pthread_create (&wd.thread, NULL, watch, NULL);
     if (rc != 0)

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -84,6 +85,29 @@ static void watchdog_fires_without_progress (void **state)
     assert_int_equal (run_watched (1.5, 0), 0);
     /* then 3 s without: it ends the process with 124 (like timeout(1)) */
     assert_int_equal (run_watched (0.5, 3), 124);
+}
+
+/* Issue 12 §2: a thread wedged inside stdio with stderr locked must not keep the watchdog
+ * from ending the process (it wrote its message with fprintf, which waited for the lock). */
+static void watchdog_fires_with_stderr_locked (void **state)
+{
+    pid_t pid = fork ();
+    int status;
+
+    assert_true (pid >= 0);
+    if (pid == 0) {
+        struct timespec tick = {0, 100000000};
+        setenv ("DIST_TRAIN_WATCHDOG", "0.4", 1);
+        if (dtshim_init () != DTSHIM_OK)
+            _exit (3);
+        flockfile (stderr);
+        for (int i = 0; i < 50; i++) /* 5 s, then give up: the watchdog did not fire */
+            nanosleep (&tick, NULL);
+        _exit (0);
+    }
+    assert_int_equal (waitpid (pid, &status, 0), pid);
+    assert_true (WIFEXITED (status));
+    assert_int_equal (WEXITSTATUS (status), 124);
 }
 
 static void facts_before_init_are_minus_one (void **state)
@@ -260,6 +284,7 @@ int main (void)
         cmocka_unit_test (every_status_has_a_message),
         cmocka_unit_test_setup_teardown (watchdog_settings, setup, teardown),
         cmocka_unit_test_setup_teardown (watchdog_fires_without_progress, setup, teardown),
+        cmocka_unit_test_setup_teardown (watchdog_fires_with_stderr_locked, setup, teardown),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }
