@@ -1,0 +1,259 @@
+/* fuzz_spank.c - the plugin's slurmstepd path end to end: slurm_spank_init
+ * with the admin's plugstack arguments, the --dist-train callback,
+ * init_post_opt, user_init, then task_init_privileged, task_init and
+ * task_exit for each local task, against the stand-in slurmstepd of
+ * spank_standin.c.  The spank/ and libdist/ sources are compiled in; no
+ * Slurm runs.
+ *
+ * Input: one directive a line (values may hold \n, \r, \t, \e, \\):
+ *   arg KEY=VALUE        a plugstack.conf argument
+ *   option [SPEC]        --dist-train[=SPEC] given to srun
+ *   item job=N step=N nnodes=N nodeid=N ntasks=N local=N base=N cpus=N
+ *        restart=N cores=LIST exit=STATUS exittask=N
+ *                        what slurmstepd knows (kept consistent as Slurm's is)
+ *   env NAME=VALUE       the job's environment (SLURM_STEP_NODELIST, ...)
+ *   hostfile TEXT        a line of SLURM_HOSTFILE, written to a temporary file
+ *   host NAME=ADDR,...   what NAME resolves to (no DNS is asked)
+ *   topology NAME        HWLOC_XMLFILE: tests/topologies/NAME (default
+ *                        minicluster-4gpu.xml)
+ * FUZZ_SPANK_TRACE=1 in the environment prints what the plugin logs and
+ * what each task's environment becomes.
+ *
+ * Leak detection is off here: slurmstepd runs one step per process, and
+ * the plugin's node plan (spank/bind.c) lives until the process ends, so
+ * the next input's user_init drops the last one's.  The other harnesses
+ * check libdist for leaks. */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "spank/dist_train.h"
+#include "tests/fuzz/fuzz.h"
+#include "tests/fuzz/spank_standin.h"
+
+#ifndef FUZZ_TOPOLOGY_DIR
+#define FUZZ_TOPOLOGY_DIR "tests/topologies"
+#endif
+#define ARGS_MAX 16
+#define LOCAL_MAX 16          /* tasks on this node: each is a task_init */
+#define STEP_MAX (1u << 16)   /* nodes and tasks of the step */
+
+const char *__asan_default_options (void);
+const char *__asan_default_options (void)
+{
+    return "detect_leaks=0";
+}
+
+static char hostfile_path[64];
+
+static void remove_hostfile (void)
+{
+    if (hostfile_path[0] != '\0')
+        unlink (hostfile_path);
+}
+
+int LLVMFuzzerInitialize (int *argc, char ***argv);
+int LLVMFuzzerInitialize (int *argc, char ***argv)
+{
+    char **args = malloc ((size_t) (*argc + 2) * sizeof (*args));
+    int fd;
+
+    /* libFuzzer's own leak check would run every input twice */
+    memcpy (args, *argv, (size_t) *argc * sizeof (*args));
+    args[(*argc)++] = "-detect_leaks=0";
+    args[*argc] = NULL;
+    *argv = args;
+    snprintf (hostfile_path, sizeof (hostfile_path), "/tmp/fuzz_spank_hostfile.XXXXXX");
+    if ((fd = mkstemp (hostfile_path)) < 0)
+        abort ();
+    close (fd);
+    atexit (remove_hostfile);
+    return 0;
+}
+
+/* \n, \r, \t, \e and \\ in place. */
+static void unescape (char *s)
+{
+    char *out = s;
+
+    for (; *s != '\0'; s++) {
+        if (*s != '\\' || s[1] == '\0') {
+            *out++ = *s;
+            continue;
+        }
+        switch (*++s) {
+        case 'n': *out++ = '\n'; break;
+        case 'r': *out++ = '\r'; break;
+        case 't': *out++ = '\t'; break;
+        case 'e': *out++ = '\033'; break;
+        default: *out++ = *s; break;
+        }
+    }
+    *out = '\0';
+}
+
+static uint32_t number (const char *s)
+{
+    return (uint32_t) strtoul (s, NULL, 0);
+}
+
+static void parse_items (char *words, int *exittask)
+{
+    struct standin_items *it = &standin_items;
+    char *w, *save = NULL;
+
+    for (w = strtok_r (words, " ", &save); w != NULL; w = strtok_r (NULL, " ", &save)) {
+        char *v = strchr (w, '=');
+        if (v == NULL)
+            continue;
+        *v++ = '\0';
+        if (strcmp (w, "job") == 0) it->job_id = number (v);
+        else if (strcmp (w, "step") == 0) it->step_id = number (v);
+        else if (strcmp (w, "nnodes") == 0) it->nnodes = number (v);
+        else if (strcmp (w, "nodeid") == 0) it->nodeid = number (v);
+        else if (strcmp (w, "ntasks") == 0) it->ntasks = number (v);
+        else if (strcmp (w, "local") == 0) it->local = number (v);
+        else if (strcmp (w, "base") == 0) it->base = number (v);
+        else if (strcmp (w, "cpus") == 0) it->cpus_per_task = number (v);
+        else if (strcmp (w, "restart") == 0) it->restart = number (v);
+        else if (strcmp (w, "exit") == 0) it->exit_status = (int) number (v);
+        else if (strcmp (w, "exittask") == 0) *exittask = (int) number (v);
+        else if (strcmp (w, "cores") == 0) {
+            free (it->cores);
+            it->cores = fuzz_dup (v);
+        }
+    }
+}
+
+/* What Slurm guarantees of its items, whatever the input said. */
+static void keep_consistent (void)
+{
+    struct standin_items *it = &standin_items;
+
+    if (it->nnodes == 0 || it->nnodes > STEP_MAX)
+        it->nnodes = 1 + it->nnodes % 8;
+    it->nodeid %= it->nnodes;
+    if (it->ntasks > STEP_MAX)
+        it->ntasks %= STEP_MAX;
+    if (it->ntasks < it->nnodes)
+        it->ntasks = it->nnodes; /* every node of a step runs a task */
+    it->local = it->local == 0 ? 1 : it->local > LOCAL_MAX ? 1 + it->local % LOCAL_MAX : it->local;
+    if (it->local > it->ntasks)
+        it->local = it->ntasks;
+    if (it->base > it->ntasks - it->local)
+        it->base = it->ntasks - it->local;
+    if (it->cpus_per_task == 0)
+        it->cpus_per_task = 1;
+    if (it->cores == NULL)
+        it->cores = fuzz_dup ("0-3");
+}
+
+static void write_hostfile (const char *text, size_t len)
+{
+    int fd = open (hostfile_path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+
+    if (fd < 0)
+        abort ();
+    if (len > 0 && write (fd, text, len) != (ssize_t) len)
+        abort ();
+    close (fd);
+}
+
+int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
+{
+    static struct spank_handle *const sp = (struct spank_handle *) &standin_items;
+    char *text = fuzz_string (data, size), *p = text, *line;
+    char *av[ARGS_MAX], *spec = NULL, topology[512], *hostfile = NULL;
+    size_t hostfile_len = 0;
+    bool option = false;
+    int ac = 0, exittask = 0, t;
+    struct dist_train parent;
+
+    /* the last input's state, as a new slurmstepd would not have it */
+    free (dist_train.tf_config);
+    dist_train.tf_config = NULL;
+    standin_reset ();
+    snprintf (topology, sizeof (topology), "%s/minicluster-4gpu.xml", FUZZ_TOPOLOGY_DIR);
+
+    while ((line = fuzz_line (&p)) != NULL) {
+        char *value = strchr (line, ' '), *eq;
+        if (value != NULL)
+            *value++ = '\0';
+        else
+            value = line + strlen (line);
+        unescape (value);
+        if (strcmp (line, "arg") == 0 && ac < ARGS_MAX) {
+            /* a site's topology= names a file of the tree: nothing else is read */
+            if (strncmp (value, "topology=", 9) == 0 && strchr (value + 9, '/') == NULL
+                && value[9] != '\0') {
+                char *arg = malloc (strlen (FUZZ_TOPOLOGY_DIR) + strlen (value) + 2);
+                sprintf (arg, "topology=%s/%s", FUZZ_TOPOLOGY_DIR, value + 9);
+                av[ac++] = arg;
+            } else if (strncmp (value, "topology=/", 10) != 0) {
+                av[ac++] = fuzz_dup (value);
+            }
+        } else if (strcmp (line, "option") == 0) {
+            option = true;
+            spec = *value != '\0' ? value : NULL;
+        } else if (strcmp (line, "item") == 0) {
+            parse_items (value, &exittask);
+        } else if (strcmp (line, "env") == 0 && (eq = strchr (value, '=')) != NULL) {
+            *eq = '\0';
+            standin_setenv (value, eq + 1);
+        } else if (strcmp (line, "host") == 0 && (eq = strchr (value, '=')) != NULL) {
+            *eq = '\0';
+            standin_add_host (value, eq + 1);
+        } else if (strcmp (line, "hostfile") == 0) {
+            size_t len = strlen (value);
+            hostfile = realloc (hostfile, hostfile_len + len + 1);
+            memcpy (hostfile + hostfile_len, value, len);
+            hostfile[hostfile_len + len] = '\n';
+            hostfile_len += len + 1;
+        } else if (strcmp (line, "topology") == 0 && strchr (value, '/') == NULL
+                   && *value != '\0') {
+            snprintf (topology, sizeof (topology), "%s/%s", FUZZ_TOPOLOGY_DIR, value);
+        }
+    }
+    keep_consistent ();
+    if (hostfile != NULL) {
+        write_hostfile (hostfile, hostfile_len);
+        standin_setenv ("SLURM_HOSTFILE", hostfile_path);
+    }
+    setenv ("HWLOC_XMLFILE", topology, 1);
+
+    /* slurmstepd: init, the options srun passed, post_opt, user_init */
+    if (slurm_spank_init (sp, ac, av) == 0) {
+        FUZZ_CHECK (standin_option != NULL);
+        if (option)
+            (void) standin_option->cb (standin_option->val, spec, 1);
+        (void) slurm_spank_init_post_opt (sp, ac, av);
+        FUZZ_CHECK (slurm_spank_user_init (sp, ac, av) == 0);
+        /* each task in its own process: its own copy of the plugin's state
+         * and of the environment */
+        standin_env_save ();
+        parent = dist_train;
+        for (t = 0; t < (int) standin_items.local; t++) {
+            standin_items.task = t;
+            (void) slurm_spank_task_init_privileged (sp, ac, av);
+            (void) slurm_spank_task_init (sp, ac, av);
+            standin_trace_env ("of a task");
+            dist_train = parent;
+            standin_env_restore ();
+        }
+        /* back in slurmstepd, each task ends */
+        for (t = 0; t < (int) standin_items.local; t++) {
+            int status = standin_items.exit_status;
+            standin_items.task = t;
+            standin_items.exit_status = t == exittask ? status : 0;
+            (void) slurm_spank_task_exit (sp, ac, av);
+            standin_items.exit_status = status;
+        }
+        standin_items.task = -1;
+    }
+    unsetenv ("HWLOC_XMLFILE");
+    while (ac > 0)
+        free (av[--ac]);
+    free (hostfile);
+    free (text);
+    return 0;
+}

@@ -1,0 +1,138 @@
+# tests/fuzz/local.mk - libFuzzer harnesses for every parser of text from a
+# user, an admin or the network, and one for the plugin's slurmstepd path;
+# included from Makefile.am.  `make fuzz` builds them with clang (found at
+# make time: `make` and `make check` never need clang); scripts/fuzz runs
+# them, and scripts/check runs each for a few seconds.
+
+FUZZ_CC = clang
+FUZZ_SANITIZERS = -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+FUZZ_FLAGS = -g -O1 -fno-omit-frame-pointer $(FUZZ_SANITIZERS) $(WARNING_CFLAGS) \
+	-I$(top_srcdir) $(HWLOC_CFLAGS)
+FUZZ_BUILD = $(AM_V_GEN)$(MKDIR_P) tests/fuzz && $(FUZZ_CC) $(FUZZ_FLAGS) -o $@
+FUZZ_DEPS = $(srcdir)/tests/fuzz/fuzz.h $(srcdir)/tests/fuzz/local.mk \
+	$(srcdir)/libdist/address.h $(srcdir)/libdist/bind.h $(srcdir)/libdist/config.h \
+	$(srcdir)/libdist/env.h $(srcdir)/libdist/handover.h $(srcdir)/libdist/hostfile.h \
+	$(srcdir)/libdist/layout.h $(srcdir)/libdist/port.h $(srcdir)/libdist/ranges.h \
+	$(srcdir)/libdist/tfconfig.h $(srcdir)/libdist/topo.h
+
+FUZZ_HARNESSES = \
+	tests/fuzz/fuzz_config \
+	tests/fuzz/fuzz_ranges \
+	tests/fuzz/fuzz_hostfile \
+	tests/fuzz/fuzz_layout \
+	tests/fuzz/fuzz_address \
+	tests/fuzz/fuzz_port \
+	tests/fuzz/fuzz_tfconfig \
+	tests/fuzz/fuzz_gpus \
+	tests/fuzz/fuzz_topo_seal \
+	tests/fuzz/fuzz_topo_xml \
+	tests/fuzz/fuzz_handover \
+	tests/fuzz/fuzz_wire \
+	tests/fuzz/fuzz_spank
+
+# Builds the harnesses when $(FUZZ_CC) can link libFuzzer, else says why not.
+fuzz:
+	@if printf 'int LLVMFuzzerTestOneInput (const char *d, unsigned long n) { return 0; }\n' \
+	    | $(FUZZ_CC) $(FUZZ_SANITIZERS) -x c -o tests/fuzz-probe - >/dev/null 2>&1; then \
+	    rm -f tests/fuzz-probe; \
+	    $(MAKE) $(AM_MAKEFLAGS) $(FUZZ_HARNESSES); \
+	else \
+	    rm -f tests/fuzz-probe; \
+	    echo "fuzz: skipped: '$(FUZZ_CC)' cannot link -fsanitize=fuzzer (on Debian: apt-get install clang libclang-rt-dev)"; \
+	fi
+.PHONY: fuzz
+
+FUZZ_SRC_config = $(srcdir)/tests/fuzz/fuzz_config.c $(srcdir)/libdist/config.c
+tests/fuzz/fuzz_config: $(FUZZ_SRC_config) $(FUZZ_DEPS)
+	$(FUZZ_BUILD) $(FUZZ_SRC_config)
+
+FUZZ_SRC_ranges = $(srcdir)/tests/fuzz/fuzz_ranges.c $(srcdir)/libdist/ranges.c
+tests/fuzz/fuzz_ranges: $(FUZZ_SRC_ranges) $(FUZZ_DEPS)
+	$(FUZZ_BUILD) $(FUZZ_SRC_ranges)
+
+FUZZ_SRC_hostfile = $(srcdir)/tests/fuzz/fuzz_hostfile.c $(srcdir)/libdist/hostfile.c
+tests/fuzz/fuzz_hostfile: $(FUZZ_SRC_hostfile) $(FUZZ_DEPS)
+	$(FUZZ_BUILD) $(FUZZ_SRC_hostfile)
+
+FUZZ_SRC_layout = $(srcdir)/tests/fuzz/fuzz_layout.c $(srcdir)/libdist/layout.c
+tests/fuzz/fuzz_layout: $(FUZZ_SRC_layout) $(FUZZ_DEPS)
+	$(FUZZ_BUILD) $(FUZZ_SRC_layout)
+
+FUZZ_SRC_address = $(srcdir)/tests/fuzz/fuzz_address.c $(srcdir)/libdist/address.c
+tests/fuzz/fuzz_address: $(FUZZ_SRC_address) $(FUZZ_DEPS)
+	$(FUZZ_BUILD) $(FUZZ_SRC_address)
+
+FUZZ_SRC_port = $(srcdir)/tests/fuzz/fuzz_port.c $(srcdir)/libdist/port.c \
+	$(srcdir)/libdist/config.c
+tests/fuzz/fuzz_port: $(FUZZ_SRC_port) $(FUZZ_DEPS)
+	$(FUZZ_BUILD) $(FUZZ_SRC_port)
+
+FUZZ_SRC_tfconfig = $(srcdir)/tests/fuzz/fuzz_tfconfig.c $(srcdir)/libdist/tfconfig.c
+tests/fuzz/fuzz_tfconfig: $(FUZZ_SRC_tfconfig) $(FUZZ_DEPS)
+	$(FUZZ_BUILD) $(FUZZ_SRC_tfconfig)
+
+FUZZ_SRC_gpus = $(srcdir)/tests/fuzz/fuzz_gpus.c $(srcdir)/libdist/bind.c \
+	$(srcdir)/libdist/topo.c $(srcdir)/libdist/ranges.c
+tests/fuzz/fuzz_gpus: $(FUZZ_SRC_gpus) $(FUZZ_DEPS)
+	$(FUZZ_BUILD) $(FUZZ_SRC_gpus) $(HWLOC_LIBS)
+
+FUZZ_SRC_topo_seal = $(srcdir)/tests/fuzz/fuzz_topo_seal.c $(srcdir)/libdist/topo.c \
+	$(srcdir)/libdist/ranges.c
+tests/fuzz/fuzz_topo_seal: $(FUZZ_SRC_topo_seal) $(FUZZ_DEPS)
+	$(FUZZ_BUILD) $(FUZZ_SRC_topo_seal) $(HWLOC_LIBS)
+
+FUZZ_SRC_topo_xml = $(srcdir)/tests/fuzz/fuzz_topo_xml.c $(srcdir)/libdist/topo.c \
+	$(srcdir)/libdist/bind.c $(srcdir)/libdist/ranges.c
+tests/fuzz/fuzz_topo_xml: $(FUZZ_SRC_topo_xml) $(FUZZ_DEPS)
+	$(FUZZ_BUILD) $(FUZZ_SRC_topo_xml) $(HWLOC_LIBS)
+
+FUZZ_SRC_handover = $(srcdir)/tests/fuzz/fuzz_handover.c $(srcdir)/libdist/handover.c
+tests/fuzz/fuzz_handover: $(FUZZ_SRC_handover) $(FUZZ_DEPS)
+	$(FUZZ_BUILD) $(FUZZ_SRC_handover)
+
+FUZZ_SRC_wire = $(srcdir)/tests/fuzz/fuzz_wire.c $(srcdir)/shim/wire.c
+tests/fuzz/fuzz_wire: $(FUZZ_SRC_wire) $(FUZZ_DEPS) $(srcdir)/shim/wire.h
+	$(FUZZ_BUILD) $(PMIX_CFLAGS) $(FUZZ_SRC_wire) -lm
+
+# The plugin's own sources with the stand-in slurmstepd.  Name lookups and
+# setting the CPU affinity go to the stand-in (no DNS asked, the fuzzer
+# itself never bound); the topology is a file of the tree.
+FUZZ_SRC_spank = $(srcdir)/tests/fuzz/fuzz_spank.c $(srcdir)/tests/fuzz/spank_standin.c \
+	$(srcdir)/spank/compat.c $(srcdir)/spank/plugin.c $(srcdir)/spank/local.c \
+	$(srcdir)/spank/option.c $(srcdir)/spank/remote.c $(srcdir)/spank/layout.c \
+	$(srcdir)/spank/bind.c $(srcdir)/spank/topocache.c $(srcdir)/spank/failfast.c \
+	$(srcdir)/spank/network.c \
+	$(srcdir)/libdist/address.c $(srcdir)/libdist/bind.c $(srcdir)/libdist/config.c \
+	$(srcdir)/libdist/env.c $(srcdir)/libdist/handover.c $(srcdir)/libdist/hostfile.c \
+	$(srcdir)/libdist/layout.c $(srcdir)/libdist/port.c $(srcdir)/libdist/ranges.c \
+	$(srcdir)/libdist/tfconfig.c $(srcdir)/libdist/topo.c
+FUZZ_SPANK_FLAGS = $(SLURM_CPPFLAGS) \
+	-Dgetaddrinfo=fuzz_getaddrinfo -Dfreeaddrinfo=fuzz_freeaddrinfo \
+	-Dsched_setaffinity=fuzz_sched_setaffinity \
+	-DFUZZ_TOPOLOGY_DIR='"$(abs_top_srcdir)/tests/topologies"'
+tests/fuzz/fuzz_spank: $(FUZZ_SRC_spank) $(FUZZ_DEPS) $(srcdir)/tests/fuzz/spank_standin.h \
+		$(srcdir)/spank/dist_train.h $(srcdir)/spank/compat.h
+	$(FUZZ_BUILD) $(FUZZ_SPANK_FLAGS) $(FUZZ_SRC_spank) $(HWLOC_LIBS)
+
+CLEANFILES += $(FUZZ_HARNESSES)
+
+EXTRA_DIST += \
+	tests/fuzz/README.md \
+	tests/fuzz/fuzz.h \
+	tests/fuzz/fuzz_config.c \
+	tests/fuzz/fuzz_ranges.c \
+	tests/fuzz/fuzz_hostfile.c \
+	tests/fuzz/fuzz_layout.c \
+	tests/fuzz/fuzz_address.c \
+	tests/fuzz/fuzz_port.c \
+	tests/fuzz/fuzz_tfconfig.c \
+	tests/fuzz/fuzz_gpus.c \
+	tests/fuzz/fuzz_topo_seal.c \
+	tests/fuzz/fuzz_topo_xml.c \
+	tests/fuzz/fuzz_handover.c \
+	tests/fuzz/fuzz_wire.c \
+	tests/fuzz/fuzz_spank.c \
+	tests/fuzz/spank_standin.c \
+	tests/fuzz/spank_standin.h \
+	tests/fuzz/seal-topology \
+	tests/fuzz/corpus

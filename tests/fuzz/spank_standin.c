@@ -1,0 +1,554 @@
+/* spank_standin.c - the SPANK calls, Slurm's hostlist and name resolution
+ * for fuzz_spank (see spank_standin.h).  Every message the plugin logs is
+ * formatted, so a bad format or argument is caught; messages for slurmd's
+ * log must be one printable line. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <slurm/slurm.h>
+#include <slurm/slurm_errno.h>
+#include <slurm/spank.h>
+
+#include "spank/compat.h"
+#include "tests/fuzz/fuzz.h"
+#include "tests/fuzz/spank_standin.h"
+
+struct standin_items standin_items;
+struct spank_option *standin_option;
+
+/* ---- the job's environment ---------------------------------------------- */
+
+struct env {
+    char *name[STANDIN_ENV_MAX];
+    char *value[STANDIN_ENV_MAX];
+    int n;
+};
+
+static struct env env, saved;
+
+static void env_clear (struct env *e)
+{
+    for (int i = 0; i < e->n; i++) {
+        free (e->name[i]);
+        free (e->value[i]);
+    }
+    e->n = 0;
+}
+
+static int env_find (const char *name)
+{
+    for (int i = 0; i < env.n; i++)
+        if (strcmp (env.name[i], name) == 0)
+            return i;
+    return -1;
+}
+
+void standin_setenv (const char *name, const char *value)
+{
+    int i = env_find (name);
+
+    if (i >= 0) {
+        free (env.value[i]);
+        env.value[i] = fuzz_dup (value);
+    } else if (env.n < STANDIN_ENV_MAX) {
+        env.name[env.n] = fuzz_dup (name);
+        env.value[env.n++] = fuzz_dup (value);
+    }
+}
+
+void standin_env_save (void)
+{
+    env_clear (&saved);
+    for (int i = 0; i < env.n; i++) {
+        saved.name[i] = fuzz_dup (env.name[i]);
+        saved.value[i] = fuzz_dup (env.value[i]);
+    }
+    saved.n = env.n;
+}
+
+void standin_env_restore (void)
+{
+    env_clear (&env);
+    for (int i = 0; i < saved.n; i++) {
+        env.name[i] = fuzz_dup (saved.name[i]);
+        env.value[i] = fuzz_dup (saved.value[i]);
+    }
+    env.n = saved.n;
+}
+
+/* As slurmstepd's: a value that does not fit is cut, and says so. */
+spank_err_t spank_getenv (spank_t sp, const char *var, char *buf, int len)
+{
+    int i;
+
+    if (sp == NULL || var == NULL || buf == NULL || len <= 0)
+        return ESPANK_BAD_ARG;
+    if ((i = env_find (var)) < 0)
+        return ESPANK_ENV_NOEXIST;
+    if (strlen (env.value[i]) >= (size_t) len) {
+        memcpy (buf, env.value[i], (size_t) len - 1);
+        buf[len - 1] = '\0';
+        return ESPANK_NOSPACE;
+    }
+    strcpy (buf, env.value[i]);
+    return ESPANK_SUCCESS;
+}
+
+spank_err_t spank_setenv (spank_t sp, const char *var, const char *val, int overwrite)
+{
+    if (sp == NULL || var == NULL || val == NULL)
+        return ESPANK_BAD_ARG;
+    if (env_find (var) >= 0 && !overwrite)
+        return ESPANK_ENV_EXISTS;
+    standin_setenv (var, val);
+    return ESPANK_SUCCESS;
+}
+
+spank_err_t spank_unsetenv (spank_t sp, const char *var)
+{
+    int i;
+
+    if (sp == NULL || var == NULL)
+        return ESPANK_BAD_ARG;
+    if ((i = env_find (var)) >= 0) {
+        free (env.name[i]);
+        free (env.value[i]);
+        env.name[i] = env.name[env.n - 1];
+        env.value[i] = env.value[env.n - 1];
+        env.n--;
+    }
+    return ESPANK_SUCCESS;
+}
+
+/* ---- items, context, options ---------------------------------------------- */
+
+spank_context_t spank_context (void)
+{
+    return S_CTX_REMOTE;
+}
+
+spank_err_t spank_option_register (spank_t sp, struct spank_option *opt)
+{
+    if (sp == NULL || opt == NULL || opt->name == NULL || opt->cb == NULL)
+        return ESPANK_BAD_ARG;
+    standin_option = opt;
+    return ESPANK_SUCCESS;
+}
+
+spank_err_t spank_get_item (spank_t sp, spank_item_t item, ...)
+{
+    const struct standin_items *it = &standin_items;
+    spank_err_t rc = ESPANK_SUCCESS;
+    uint32_t id, *out;
+    va_list ap;
+
+    if (sp == NULL)
+        return ESPANK_BAD_ARG;
+    va_start (ap, item);
+    switch (item) {
+    case S_JOB_ID:
+        *va_arg (ap, uint32_t *) = it->job_id;
+        break;
+    case S_JOB_STEPID:
+        *va_arg (ap, uint32_t *) = it->step_id;
+        break;
+    case S_JOB_NNODES:
+        *va_arg (ap, uint32_t *) = it->nnodes;
+        break;
+    case S_JOB_NODEID:
+        *va_arg (ap, uint32_t *) = it->nodeid;
+        break;
+    case S_JOB_TOTAL_TASK_COUNT:
+        *va_arg (ap, uint32_t *) = it->ntasks;
+        break;
+    case S_JOB_LOCAL_TASK_COUNT:
+        *va_arg (ap, uint32_t *) = it->local;
+        break;
+    case S_STEP_CPUS_PER_TASK:
+        *va_arg (ap, uint32_t *) = it->cpus_per_task;
+        break;
+    case S_SLURM_RESTART_COUNT:
+        *va_arg (ap, uint32_t *) = it->restart;
+        break;
+    case S_JOB_ALLOC_CORES:
+        *va_arg (ap, char **) = it->cores;
+        break;
+    case S_JOB_GLOBAL_TO_LOCAL_ID:
+        id = va_arg (ap, uint32_t);
+        out = va_arg (ap, uint32_t *);
+        if (id >= it->base && id - it->base < it->local)
+            *out = id - it->base;
+        else
+            rc = ESPANK_NOEXIST;
+        break;
+    case S_JOB_LOCAL_TO_GLOBAL_ID:
+        id = va_arg (ap, uint32_t);
+        out = va_arg (ap, uint32_t *);
+        if (id < it->local)
+            *out = it->base + id;
+        else
+            rc = ESPANK_NOEXIST;
+        break;
+    case S_TASK_ID:
+        if (it->task < 0)
+            rc = ESPANK_NOT_TASK;
+        else
+            *va_arg (ap, int *) = it->task;
+        break;
+    case S_TASK_GLOBAL_ID:
+        if (it->task < 0)
+            rc = ESPANK_NOT_TASK;
+        else
+            *va_arg (ap, uint32_t *) = it->base + (uint32_t) it->task;
+        break;
+    case S_TASK_EXIT_STATUS:
+        if (it->task < 0)
+            rc = ESPANK_NOT_TASK;
+        else
+            *va_arg (ap, int *) = it->exit_status;
+        break;
+    default:
+        rc = ESPANK_BAD_ARG;
+        break;
+    }
+    va_end (ap);
+    return rc;
+}
+
+/* ---- logging -------------------------------------------------------------- */
+
+/* FUZZ_SPANK_TRACE=1: what the plugin says and sets, on stderr (to write
+ * seeds). */
+static int tracing (void)
+{
+    static int on = -1;
+
+    if (on < 0)
+        on = getenv ("FUZZ_SPANK_TRACE") != NULL;
+    return on;
+}
+
+void standin_trace_env (const char *when)
+{
+    if (!tracing ())
+        return;
+    fprintf (stderr, "-- environment %s:\n", when);
+    for (int i = 0; i < env.n; i++)
+        fprintf (stderr, "   %s=%s\n", env.name[i], env.value[i]);
+}
+
+/* slurmd's log: one line, nothing a terminal would act on. */
+static void log_line (const char *fmt, va_list ap) __attribute__ ((format (printf, 1, 0)));
+static void log_line (const char *fmt, va_list ap)
+{
+    char line[4096];
+
+    vsnprintf (line, sizeof (line), fmt, ap);
+    if (tracing ())
+        fprintf (stderr, "log: %s\n", line);
+    for (const char *c = line; *c != '\0'; c++)
+        FUZZ_CHECK ((unsigned char) *c >= 0x20 && (unsigned char) *c != 0x7f);
+}
+
+#define LOG_FUNCTION(name)                                                                  \
+    void name (const char *fmt, ...)                                                        \
+    {                                                                                       \
+        va_list ap;                                                                         \
+        va_start (ap, fmt);                                                                 \
+        log_line (fmt, ap);                                                                 \
+        va_end (ap);                                                                        \
+    }
+
+LOG_FUNCTION (slurm_error)
+LOG_FUNCTION (slurm_info)
+LOG_FUNCTION (slurm_verbose)
+LOG_FUNCTION (slurm_debug)
+
+/* The user's stderr: any text (the help has several lines). */
+void slurm_spank_log (const char *fmt, ...)
+{
+    char text[8192];
+    va_list ap;
+
+    va_start (ap, fmt);
+    vsnprintf (text, sizeof (text), fmt, ap);
+    va_end (ap);
+    if (tracing ())
+        fprintf (stderr, "user: %s\n", text);
+}
+
+char *slurm_strerror (int errnum)
+{
+    return strerror (errnum);
+}
+
+/* ---- srun's side (spank/local.c): never called in slurmstepd -------------- */
+
+slurm_conf_t slurm_conf;
+
+slurm_step_layout_t *slurm_job_step_layout_get (slurm_step_id_t *step_id)
+{
+    (void) step_id;
+    abort ();
+}
+
+void slurm_job_step_layout_free (slurm_step_layout_t *layout)
+{
+    (void) layout;
+    abort ();
+}
+
+int slurm_load_node_single (node_info_msg_t **resp, char *node_name, uint16_t show_flags)
+{
+    (void) resp, (void) node_name, (void) show_flags;
+    abort ();
+}
+
+void slurm_free_node_info_msg (node_info_msg_t *msg)
+{
+    (void) msg;
+    abort ();
+}
+
+/* ---- Slurm's hostlist, minimally ------------------------------------------ */
+
+/* "a,b", "node[1-3,07-09]x", separated by commas or blanks outside
+ * brackets; one bracket per host expression (Slurm allows several). */
+struct hostlist {
+    char **host;
+    size_t n, next;
+};
+
+static int push (struct hostlist *hl, char *name)
+{
+    char **more;
+
+    if (name == NULL || hl->n == STANDIN_HOSTS_MAX)
+        return free (name), -1;
+    if ((more = realloc (hl->host, (hl->n + 1) * sizeof (*more))) == NULL)
+        return free (name), -1;
+    hl->host = more;
+    hl->host[hl->n++] = name;
+    return 0;
+}
+
+/* One "prefix[ranges]suffix" of len bytes. */
+static int expand (struct hostlist *hl, const char *expr, size_t len)
+{
+    const char *open = memchr (expr, '[', len), *close, *p;
+    char *name;
+
+    if (open == NULL) {
+        if (memchr (expr, ']', len) != NULL)
+            return -1;
+        name = malloc (len + 1);
+        memcpy (name, expr, len);
+        name[len] = '\0';
+        return push (hl, name);
+    }
+    close = memchr (open, ']', len - (size_t) (open - expr));
+    if (close == NULL || memchr (close + 1, '[', len - (size_t) (close + 1 - expr)) != NULL
+        || memchr (close + 1, ']', len - (size_t) (close + 1 - expr)) != NULL)
+        return -1;
+    for (p = open + 1; p < close;) {
+        char *end;
+        unsigned long lo, hi, v;
+        int width;
+
+        if (*p < '0' || *p > '9')
+            return -1;
+        lo = strtoul (p, &end, 10);
+        width = (int) (end - p);
+        hi = lo;
+        if (*end == '-') {
+            if (end[1] < '0' || end[1] > '9')
+                return -1;
+            hi = strtoul (end + 1, &end, 10);
+        }
+        if (end > close || hi < lo || hi - lo >= STANDIN_HOSTS_MAX || hi > 99999999)
+            return -1;
+        for (v = lo; v <= hi; v++) {
+            size_t size = (size_t) (open - expr) + 16 + (size_t) (expr + len - close);
+            name = malloc (size);
+            snprintf (name, size, "%.*s%0*lu%.*s", (int) (open - expr), expr,
+                      width > 1 && p[0] == '0' ? width : 1, v,
+                      (int) (expr + len - close - 1), close + 1);
+            if (push (hl, name) < 0)
+                return -1;
+        }
+        p = end;
+        if (p < close && *p++ != ',')
+            return -1;
+    }
+    return 0;
+}
+
+dt_hostlist_t slurm_hostlist_create (const char *text)
+{
+    struct hostlist *hl = calloc (1, sizeof (*hl));
+    const char *p = text != NULL ? text : "";
+
+    while (*p != '\0') {
+        size_t len = 0;
+        int depth = 0;
+
+        if (strchr (" \t\n,", *p) != NULL) {
+            p++;
+            continue;
+        }
+        while (p[len] != '\0' && (depth > 0 || strchr (" \t\n,", p[len]) == NULL)) {
+            depth += p[len] == '[' ? 1 : p[len] == ']' ? -1 : 0;
+            len++;
+        }
+        if (depth != 0 || expand (hl, p, len) < 0) {
+            slurm_hostlist_destroy (hl);
+            return NULL;
+        }
+        p += len;
+    }
+    return hl;
+}
+
+char *slurm_hostlist_shift (dt_hostlist_t hl)
+{
+    char *name;
+
+    if (hl == NULL || hl->next == hl->n)
+        return NULL;
+    name = hl->host[hl->next];
+    hl->host[hl->next++] = NULL;
+    return name;
+}
+
+int slurm_hostlist_find (dt_hostlist_t hl, const char *hostname)
+{
+    if (hl == NULL || hostname == NULL)
+        return -1;
+    for (size_t i = hl->next; i < hl->n; i++)
+        if (strcmp (hl->host[i], hostname) == 0)
+            return (int) (i - hl->next);
+    return -1;
+}
+
+void slurm_hostlist_destroy (dt_hostlist_t hl)
+{
+    if (hl == NULL)
+        return;
+    for (size_t i = 0; i < hl->n; i++)
+        free (hl->host[i]);
+    free (hl->host);
+    free (hl);
+}
+
+/* ---- name resolution (getaddrinfo, renamed at build time) ---------------- */
+
+struct host {
+    char *name;
+    char *addrs;
+};
+
+static struct host hosts[16];
+static int nhosts;
+
+void standin_add_host (const char *name, const char *addrs)
+{
+    if (nhosts < (int) (sizeof (hosts) / sizeof (hosts[0]))) {
+        hosts[nhosts].name = fuzz_dup (name);
+        hosts[nhosts++].addrs = fuzz_dup (addrs);
+    }
+}
+
+static struct addrinfo *entry (const char *addr)
+{
+    struct addrinfo *ai = calloc (1, sizeof (*ai));
+    struct sockaddr_in in = {.sin_family = AF_INET};
+    struct sockaddr_in6 in6 = {.sin6_family = AF_INET6};
+
+    if (inet_pton (AF_INET, addr, &in.sin_addr) == 1) {
+        ai->ai_family = AF_INET;
+        ai->ai_addrlen = sizeof (in);
+        ai->ai_addr = malloc (sizeof (in));
+        memcpy (ai->ai_addr, &in, sizeof (in));
+    } else if (inet_pton (AF_INET6, addr, &in6.sin6_addr) == 1) {
+        ai->ai_family = AF_INET6;
+        ai->ai_addrlen = sizeof (in6);
+        ai->ai_addr = malloc (sizeof (in6));
+        memcpy (ai->ai_addr, &in6, sizeof (in6));
+    } else {
+        free (ai);
+        return NULL;
+    }
+    ai->ai_socktype = SOCK_STREAM;
+    return ai;
+}
+
+int fuzz_getaddrinfo (const char *node, const char *service, const struct addrinfo *hints,
+                      struct addrinfo **res);
+void fuzz_freeaddrinfo (struct addrinfo *res);
+
+/* A numeric address is itself; a name is what the input said, else unknown. */
+int fuzz_getaddrinfo (const char *node, const char *service, const struct addrinfo *hints,
+                      struct addrinfo **res)
+{
+    struct addrinfo *list = NULL, **tail = &list;
+    char *copy, *addr, *save = NULL;
+    const char *addrs = node;
+
+    (void) service, (void) hints;
+    *res = NULL;
+    if (node == NULL)
+        return EAI_NONAME;
+    for (int i = 0; i < nhosts; i++)
+        if (strcmp (hosts[i].name, node) == 0)
+            addrs = hosts[i].addrs;
+    copy = fuzz_dup (addrs);
+    for (addr = strtok_r (copy, ",", &save); addr != NULL; addr = strtok_r (NULL, ",", &save))
+        if ((*tail = entry (addr)) != NULL)
+            tail = &(*tail)->ai_next;
+    free (copy);
+    if (list == NULL)
+        return EAI_NONAME;
+    *res = list;
+    return 0;
+}
+
+void fuzz_freeaddrinfo (struct addrinfo *res)
+{
+    while (res != NULL) {
+        struct addrinfo *next = res->ai_next;
+        free (res->ai_addr);
+        free (res);
+        res = next;
+    }
+}
+
+/* Binding is planned and exported, never applied to the fuzzer itself. */
+int fuzz_sched_setaffinity (pid_t pid, size_t size, const cpu_set_t *mask);
+int fuzz_sched_setaffinity (pid_t pid, size_t size, const cpu_set_t *mask)
+{
+    (void) pid, (void) size, (void) mask;
+    return 0;
+}
+
+void standin_reset (void)
+{
+    env_clear (&env);
+    env_clear (&saved);
+    for (int i = 0; i < nhosts; i++) {
+        free (hosts[i].name);
+        free (hosts[i].addrs);
+    }
+    nhosts = 0;
+    free (standin_items.cores);
+    memset (&standin_items, 0, sizeof (standin_items));
+    standin_items.task = -1;
+    standin_option = NULL;
+}
