@@ -19,10 +19,9 @@
  * FUZZ_SPANK_TRACE=1 in the environment prints what the plugin logs and
  * what each task's environment becomes.
  *
- * Leak detection is off here: slurmstepd runs one step per process, and
- * the plugin's node plan (spank/bind.c) lives until the process ends, so
- * the next input's user_init drops the last one's.  The other harnesses
- * check libdist for leaks. */
+ * What slurmstepd keeps until it exits (the node's binding plan, fail
+ * fast's "reported", TF_CONFIG's text) is released after each input, so
+ * that a leak shows and every input may report a failed rank. */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <unistd.h>
@@ -38,12 +37,6 @@
 #define LOCAL_MAX 16          /* tasks on this node: each is a task_init */
 #define STEP_MAX (1u << 16)   /* nodes and tasks of the step */
 
-const char *__asan_default_options (void);
-const char *__asan_default_options (void)
-{
-    return "detect_leaks=0";
-}
-
 static char hostfile_path[64];
 
 static void remove_hostfile (void)
@@ -55,14 +48,9 @@ static void remove_hostfile (void)
 int LLVMFuzzerInitialize (int *argc, char ***argv);
 int LLVMFuzzerInitialize (int *argc, char ***argv)
 {
-    char **args = malloc ((size_t) (*argc + 2) * sizeof (*args));
     int fd;
 
-    /* libFuzzer's own leak check would run every input twice */
-    memcpy (args, *argv, (size_t) *argc * sizeof (*args));
-    args[(*argc)++] = "-detect_leaks=0";
-    args[*argc] = NULL;
-    *argv = args;
+    (void) argc, (void) argv;
     snprintf (hostfile_path, sizeof (hostfile_path), "/tmp/fuzz_spank_hostfile.XXXXXX");
     if ((fd = mkstemp (hostfile_path)) < 0)
         abort ();
@@ -169,9 +157,6 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     int ac = 0, exittask = 0, t;
     struct dist_train parent;
 
-    /* the last input's state, as a new slurmstepd would not have it */
-    free (dist_train.tf_config);
-    dist_train.tf_config = NULL;
     standin_reset ();
     snprintf (topology, sizeof (topology), "%s/minicluster-4gpu.xml", FUZZ_TOPOLOGY_DIR);
 
@@ -250,6 +235,11 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
         }
         standin_items.task = -1;
     }
+    standin_bind_release (standin_items.local);
+    standin_failfast_release ();
+    free (dist_train.tf_config);
+    dist_train.tf_config = NULL;
+    standin_reset ();
     unsetenv ("HWLOC_XMLFILE");
     while (ac > 0)
         free (av[--ac]);

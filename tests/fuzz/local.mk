@@ -94,24 +94,24 @@ FUZZ_SRC_wire = $(srcdir)/tests/fuzz/fuzz_wire.c $(srcdir)/shim/wire.c
 tests/fuzz/fuzz_wire: $(FUZZ_SRC_wire) $(FUZZ_DEPS) $(srcdir)/shim/wire.h
 	$(FUZZ_BUILD) $(PMIX_CFLAGS) $(FUZZ_SRC_wire) -lm
 
-# The plugin's own sources with the stand-in slurmstepd.  Name lookups and
-# setting the CPU affinity go to the stand-in (no DNS asked, the fuzzer
-# itself never bound); the topology is a file of the tree.
+# The plugin's own sources with the stand-in slurmstepd.  bind.c, failfast.c
+# and network.c are compiled through tests/fuzz/spank_*.c, which send their
+# affinity, stderr, sleeps and name lookups to the stand-in and release what
+# slurmstepd keeps until it exits; the topology is a file of the tree.
 FUZZ_SRC_spank = $(srcdir)/tests/fuzz/fuzz_spank.c $(srcdir)/tests/fuzz/spank_standin.c \
 	$(srcdir)/spank/compat.c $(srcdir)/spank/plugin.c $(srcdir)/spank/local.c \
 	$(srcdir)/spank/option.c $(srcdir)/spank/remote.c $(srcdir)/spank/layout.c \
-	$(srcdir)/spank/bind.c $(srcdir)/spank/topocache.c $(srcdir)/spank/failfast.c \
-	$(srcdir)/spank/network.c \
+	$(srcdir)/spank/topocache.c $(srcdir)/tests/fuzz/spank_bind.c \
+	$(srcdir)/tests/fuzz/spank_failfast.c $(srcdir)/tests/fuzz/spank_network.c \
 	$(srcdir)/libdist/address.c $(srcdir)/libdist/bind.c $(srcdir)/libdist/config.c \
 	$(srcdir)/libdist/env.c $(srcdir)/libdist/handover.c $(srcdir)/libdist/hostfile.c \
 	$(srcdir)/libdist/layout.c $(srcdir)/libdist/port.c $(srcdir)/libdist/ranges.c \
 	$(srcdir)/libdist/tfconfig.c $(srcdir)/libdist/topo.c
 FUZZ_SPANK_FLAGS = $(SLURM_CPPFLAGS) \
-	-Dgetaddrinfo=fuzz_getaddrinfo -Dfreeaddrinfo=fuzz_freeaddrinfo \
-	-Dsched_setaffinity=fuzz_sched_setaffinity \
 	-DFUZZ_TOPOLOGY_DIR='"$(abs_top_srcdir)/tests/topologies"'
 tests/fuzz/fuzz_spank: $(FUZZ_SRC_spank) $(FUZZ_DEPS) $(srcdir)/tests/fuzz/spank_standin.h \
-		$(srcdir)/spank/dist_train.h $(srcdir)/spank/compat.h
+		$(srcdir)/spank/dist_train.h $(srcdir)/spank/compat.h $(srcdir)/spank/bind.c \
+		$(srcdir)/spank/failfast.c $(srcdir)/spank/network.c
 	$(FUZZ_BUILD) $(FUZZ_SPANK_FLAGS) $(FUZZ_SRC_spank) $(HWLOC_LIBS)
 
 CLEANFILES += $(FUZZ_HARNESSES)
@@ -134,5 +134,8 @@ EXTRA_DIST += \
 	tests/fuzz/fuzz_spank.c \
 	tests/fuzz/spank_standin.c \
 	tests/fuzz/spank_standin.h \
+	tests/fuzz/spank_bind.c \
+	tests/fuzz/spank_failfast.c \
+	tests/fuzz/spank_network.c \
 	tests/fuzz/seal-topology \
 	tests/fuzz/corpus

@@ -1,5 +1,6 @@
 /* spank_standin.c - the SPANK calls, Slurm's hostlist and name resolution
- * for fuzz_spank (see spank_standin.h).  Every message the plugin logs is
+ * for fuzz_spank (see spank_standin.h), and the system calls that
+ * spank_bind.c, spank_failfast.c and spank_network.c send here.  Every message the plugin logs is
  * formatted, so a bad format or argument is caught; messages for slurmd's
  * log must be one printable line. */
 #define _GNU_SOURCE
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <slurm/slurm.h>
 #include <slurm/slurm_errno.h>
@@ -448,7 +450,7 @@ void slurm_hostlist_destroy (dt_hostlist_t hl)
     free (hl);
 }
 
-/* ---- name resolution (getaddrinfo, renamed at build time) ---------------- */
+/* ---- name resolution (spank_network.c's getaddrinfo) --------------------- */
 
 struct host {
     char *name;
@@ -490,12 +492,12 @@ static struct addrinfo *entry (const char *addr)
     return ai;
 }
 
-int fuzz_getaddrinfo (const char *node, const char *service, const struct addrinfo *hints,
+int standin_getaddrinfo (const char *node, const char *service, const struct addrinfo *hints,
                       struct addrinfo **res);
-void fuzz_freeaddrinfo (struct addrinfo *res);
+void standin_freeaddrinfo (struct addrinfo *res);
 
 /* A numeric address is itself; a name is what the input said, else unknown. */
-int fuzz_getaddrinfo (const char *node, const char *service, const struct addrinfo *hints,
+int standin_getaddrinfo (const char *node, const char *service, const struct addrinfo *hints,
                       struct addrinfo **res)
 {
     struct addrinfo *list = NULL, **tail = &list;
@@ -520,7 +522,7 @@ int fuzz_getaddrinfo (const char *node, const char *service, const struct addrin
     return 0;
 }
 
-void fuzz_freeaddrinfo (struct addrinfo *res)
+void standin_freeaddrinfo (struct addrinfo *res)
 {
     while (res != NULL) {
         struct addrinfo *next = res->ai_next;
@@ -530,11 +532,29 @@ void fuzz_freeaddrinfo (struct addrinfo *res)
     }
 }
 
-/* Binding is planned and exported, never applied to the fuzzer itself. */
-int fuzz_sched_setaffinity (pid_t pid, size_t size, const cpu_set_t *mask);
-int fuzz_sched_setaffinity (pid_t pid, size_t size, const cpu_set_t *mask)
+/* spank_bind.c's sched_setaffinity: binding is planned and exported, never
+ * applied to the fuzzer itself. */
+int standin_sched_setaffinity (pid_t pid, size_t size, const cpu_set_t *mask);
+int standin_sched_setaffinity (pid_t pid, size_t size, const cpu_set_t *mask)
 {
     (void) pid, (void) size, (void) mask;
+    return 0;
+}
+
+/* spank_failfast.c's write (only ever to the step's stderr) and usleep. */
+ssize_t standin_stderr_write (int fd, const void *buf, size_t len);
+ssize_t standin_stderr_write (int fd, const void *buf, size_t len)
+{
+    FUZZ_CHECK (fd == STDERR_FILENO && len > 0 && ((const char *) buf)[len - 1] == '\n');
+    if (tracing ())
+        fprintf (stderr, "stderr: %.*s", (int) len, (const char *) buf);
+    return (ssize_t) len;
+}
+
+int standin_usleep (useconds_t usec);
+int standin_usleep (useconds_t usec)
+{
+    (void) usec;
     return 0;
 }
 
