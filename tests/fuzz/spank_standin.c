@@ -322,8 +322,10 @@ void slurm_free_node_info_msg (node_info_msg_t *msg)
 
 /* ---- Slurm's hostlist, minimally ------------------------------------------ */
 
-/* "a,b", "node[1-3,07-09]x", separated by commas or blanks outside
- * brackets; one bracket per host expression (Slurm allows several). */
+/* "a,b", "node[1-3,07-09]x", separated by commas, spaces or tabs outside
+ * brackets, as Slurm's are (a newline or an escape is part of a name); one
+ * bracket per host expression (Slurm allows several). */
+#define HOSTLIST_SEPARATORS "\t, "
 struct hostlist {
     char **host;
     size_t n, next;
@@ -402,11 +404,11 @@ dt_hostlist_t slurm_hostlist_create (const char *text)
         size_t len = 0;
         int depth = 0;
 
-        if (strchr (" \t\n,", *p) != NULL) {
+        if (strchr (HOSTLIST_SEPARATORS, *p) != NULL) {
             p++;
             continue;
         }
-        while (p[len] != '\0' && (depth > 0 || strchr (" \t\n,", p[len]) == NULL)) {
+        while (p[len] != '\0' && (depth > 0 || strchr (HOSTLIST_SEPARATORS, p[len]) == NULL)) {
             depth += p[len] == '[' ? 1 : p[len] == ']' ? -1 : 0;
             len++;
         }
