@@ -206,6 +206,8 @@ static int collect_step (spank_t sp, struct dist_step *step)
         return -1;
     }
     snprintf (dist_train.node_name, sizeof (dist_train.node_name), "%s", self);
+    /* (the step's environment is the user's: the name goes into log lines) */
+    dist_printable (dist_train.node_name);
 
     /* A MASTER_ADDR the user set is kept: it only guides the interface. */
     if (spank_getenv (sp, "MASTER_ADDR", user_addr, sizeof (user_addr)) == ESPANK_SUCCESS

@@ -2,9 +2,9 @@
  * replayed through fuzz_spank's own code with ASan and UBSan: the harness
  * aborts where the plugin breaks a promise, and the test fails.
  *
- * XFAIL (tests/fuzz/local.mk) while a case still fails: once spank/ is
- * fixed it passes, the suite reports XPASS as an error, and the test leaves
- * XFAIL_TESTS. */
+ * A new case that the plugin still fails goes in XFAIL_TESTS
+ * (tests/fuzz/local.mk) until its fix lands: then XPASS fails the suite and
+ * the test leaves that list. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
