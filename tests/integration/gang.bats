@@ -177,7 +177,12 @@ wait_lines() {
         sleep 0.2
     done
     scontrol update jobid="$job" StartTime=now
-    for ((i = 0; i < 300; i++)); do [[ $(wc -l <"$f") -ge 2 ]] && break; sleep 0.2; done
+    # (again every 5 s: Slurm 24.11 may still be requeuing the job at the first update)
+    for ((i = 1; i <= 300; i++)); do
+        [[ $(wc -l <"$f") -ge 2 ]] && break
+        ((i % 25 == 0)) && scontrol update jobid="$job" StartTime=now 2>/dev/null
+        sleep 0.2
+    done
     cat "$f"
     [[ $(cat "$f") == $'restart=0\nrestart=1' ]]
     leftovers
