@@ -49,6 +49,7 @@ enum dtshim_status {
     DTSHIM_ERR_CUDA = -13,
     DTSHIM_ERR_NCCL = -14,
     DTSHIM_ERR_NOT_BUILT = -15, /* this libdtshim was built without NCCL */
+    DTSHIM_ERR_FENCE = -16, /* the step runs Slurm's PMIx tree fence, which does not wait */
 };
 
 /* What a code means, e.g. "no PMIx server in this step: launch with srun --mpi=pmix ...".
@@ -65,6 +66,9 @@ const char *dtshim_last_error (void);
  * - In a Slurm step of several tasks without PMIx (srun --mpi=none): DTSHIM_ERR_NO_PMIX.
  * - Outside Slurm, or in a step of one task without PMIx: a world of one, where every
  *   collective completes at once.
+ * - In a step of several nodes under Slurm's tree fence (SLURM_PMIX_FENCE=tree, or
+ *   PMIxCollFence=tree in mpi.conf): DTSHIM_ERR_FENCE, because that fence does not wait for
+ *   the other nodes on steps of fewer nodes than TreeWidth.
  * Calling it again after success does nothing and returns DTSHIM_OK. Environment:
  * DTSHIM_TIMEOUT (seconds, default 300, 0 = wait forever, at most 31536000 = a year),
  * DTSHIM_ABORT_ON_TIMEOUT=1, DTSHIM_PREEMPT_SIGNAL (a name like USR2 or SIGUSR2, a number,

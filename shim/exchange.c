@@ -155,10 +155,12 @@ static int fence (bool collect, uint64_t seq)
     return DTSHIM_OK;
 }
 
-/* A barrier. Under Slurm's PMIx server (22.05, 24.11) a fence without PMIX_COLLECT_DATA is
- * no barrier: it completed on 2 nodes while a rank of the other node had not called it yet
- * (3 s later; issue 12 §1). A fence with data collection waits for every rank, and costs
- * what a fence without data would (see the README's figures), so that is the barrier. */
+/* A barrier. Slurm's default fence type ("mixed") runs a fence without PMIX_COLLECT_DATA
+ * on its tree, and a step of fewer nodes than TreeWidth gets no tree: each node completes
+ * such a fence alone, while a rank of another node has not called it (issue 12 §1). A fence
+ * with data collection runs as a ring there, waits for every rank, and costs what a fence
+ * without data would (see the README's figures), so that is the barrier. Where the step
+ * runs the tree for every fence, dtshim_init refuses (DTSHIM_ERR_FENCE). */
 int shim_fence (uint64_t seq)
 {
     return fence (true, seq);

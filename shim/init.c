@@ -2,11 +2,14 @@
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "shim/dtshim.h"
 #include "shim/shim.h"
@@ -80,6 +83,9 @@ const char *dtshim_strerror (int status)
         return "an NCCL call failed";
     case DTSHIM_ERR_NOT_BUILT:
         return "libdtshim was built without NCCL";
+    case DTSHIM_ERR_FENCE:
+        return "Slurm's PMIx tree fence does not wait for the other nodes of this step: run it "
+               "with SLURM_PMIX_FENCE=ring (or mixed, Slurm's default)";
     }
     return "unknown dtshim status";
 }
@@ -150,6 +156,54 @@ static int read_facts (void)
     return DTSHIM_OK;
 }
 
+/* The text of a small regular file (at most len - 1 bytes), NUL-terminated; -1 when it cannot
+ * be read or is larger. Never blocks on a FIFO. */
+static ssize_t read_small_file (const char *path, char *buf, size_t len)
+{
+    struct stat st;
+    ssize_t n, total = 0;
+    int fd = open (path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+
+    if (fd < 0)
+        return -1;
+    if (fstat (fd, &st) != 0 || !S_ISREG (st.st_mode) || st.st_size >= (off_t) len) {
+        close (fd);
+        return -1;
+    }
+    while ((size_t) total < len - 1 && (n = read (fd, buf + total, len - 1 - (size_t) total)) > 0)
+        total += n;
+    close (fd);
+    buf[total] = '\0';
+    return total;
+}
+
+/* Which collective Slurm's PMIx runs for this step's fences: SLURM_PMIX_FENCE in the step's
+ * environment, else PMIxCollFence in mpi.conf beside slurm.conf (Slurm reads them in that
+ * order). "tree" is no synchronization on most steps: Slurm builds its tree with TreeWidth
+ * (50 in 22.05, 16 from 24.05) and a step of fewer nodes gets no tree at all, so every node
+ * completes each fence alone (pmixp_coll_tree.c, reverse_tree_info). The default "mixed"
+ * runs a fence that collects data as a ring, which waits for every rank. */
+static bool tree_fence (char *where, size_t len)
+{
+    const char *env = getenv ("SLURM_PMIX_FENCE"), *conf = getenv ("SLURM_CONF"), *slash;
+    char path[4096], text[65536], value[16];
+
+    if (env != NULL) {
+        snprintf (where, len, "SLURM_PMIX_FENCE=%.16s", env);
+        return strcmp (env, "tree") == 0;
+    }
+    if (conf == NULL || (slash = strrchr (conf, '/')) == NULL)
+        conf = SLURM_SYSCONFDIR "/slurm.conf", slash = strrchr (conf, '/');
+    if ((size_t) (slash - conf) + sizeof ("/mpi.conf") > sizeof (path))
+        return false;
+    snprintf (path, sizeof (path), "%.*s/mpi.conf", (int) (slash - conf), conf);
+    if (read_small_file (path, text, sizeof (text)) < 0
+        || !shim_conf_value (text, strlen (text), "PMIxCollFence", value, sizeof (value)))
+        return false;
+    snprintf (where, len, "PMIxCollFence=%s in %s", value, path);
+    return strcmp (value, "tree") == 0;
+}
+
 static void world_of_one (void)
 {
     shim_world.pmix = false;
@@ -174,6 +228,7 @@ static int read_settings (void)
 
 int dtshim_init (void)
 {
+    char where[4200];
     const char *tasks;
     pmix_status_t rc;
     int rv;
@@ -201,6 +256,10 @@ int dtshim_init (void)
         if ((rv = read_facts ()) != DTSHIM_OK) {
             PMIx_Finalize (NULL, 0);
             return rv;
+        }
+        if (shim_world.node_count > 1 && tree_fence (where, sizeof (where))) {
+            PMIx_Finalize (NULL, 0);
+            return shim_fail (DTSHIM_ERR_FENCE, "%s", where);
         }
     }
     if ((rv = shim_preempt_install ()) != DTSHIM_OK) {

@@ -13,7 +13,7 @@ shim_libdtshim_la_SOURCES = \
 	shim/preempt.c \
 	shim/watchdog.c \
 	shim/nccl.c
-shim_libdtshim_la_CPPFLAGS = $(AM_CPPFLAGS) $(PMIX_CFLAGS)
+shim_libdtshim_la_CPPFLAGS = $(AM_CPPFLAGS) $(PMIX_CFLAGS) -DSLURM_SYSCONFDIR='"$(slurm_sysconfdir)"'
 shim_libdtshim_la_CFLAGS = $(AM_CFLAGS) -pthread
 shim_libdtshim_la_LIBADD = $(PMIX_LIBS) -lm
 shim_libdtshim_la_LDFLAGS = -version-info 0:0:0 -pthread \
@@ -48,7 +48,8 @@ tests_unit_test_shim_wire_LDADD = $(UNIT_LINKLIBS) -lm
 check_PROGRAMS += tests/unit/test_shim_local
 tests_unit_test_shim_local_SOURCES = tests/unit/test_shim_local.c \
 	shim/wire.c shim/init.c shim/collective.c shim/exchange.c shim/preempt.c shim/watchdog.c shim/nccl.c
-tests_unit_test_shim_local_CFLAGS = $(UNIT_COMPILEFLAGS) $(PMIX_CFLAGS) -pthread
+tests_unit_test_shim_local_CFLAGS = $(UNIT_COMPILEFLAGS) $(PMIX_CFLAGS) -pthread \
+	-DSLURM_SYSCONFDIR='"$(slurm_sysconfdir)"'
 tests_unit_test_shim_local_LDFLAGS = $(UNIT_LINKFLAGS) -pthread
 tests_unit_test_shim_local_LDADD = $(UNIT_LINKLIBS) $(PMIX_LIBS) -lm
 endif

@@ -194,3 +194,58 @@ int shim_value_int (const pmix_value_t *v, int *out)
     *out = (int) n;
     return 0;
 }
+
+/* One line of a Slurm configuration file: is it "key = value", and where is the value? */
+static bool conf_line (const char *line, const char *end, const char *key, const char **value,
+                       size_t *value_len)
+{
+    size_t key_len = strlen (key);
+    const char *p = line, *v;
+
+    while (p < end && (*p == ' ' || *p == '\t'))
+        p++;
+    if ((size_t) (end - p) <= key_len || strncasecmp (p, key, key_len) != 0)
+        return false;
+    p += key_len;
+    while (p < end && (*p == ' ' || *p == '\t'))
+        p++;
+    if (p == end || *p != '=')
+        return false;
+    p++;
+    while (p < end && (*p == ' ' || *p == '\t'))
+        p++;
+    v = p;
+    while (p < end && *p != ' ' && *p != '\t' && *p != '#' && *p != '\r')
+        p++;
+    if (p - v >= 2 && (*v == '"' || *v == '\'') && p[-1] == *v) {
+        v++;
+        p--;
+    }
+    *value = v;
+    *value_len = (size_t) (p - v);
+    return true;
+}
+
+bool shim_conf_value (const char *text, size_t len, const char *key, char *out, size_t outlen)
+{
+    const char *line = text, *end = text + len, *eol, *value = NULL, *v;
+    size_t value_len = 0, vl;
+    bool found = false;
+
+    while (line < end) {
+        eol = memchr (line, '\n', (size_t) (end - line));
+        if (eol == NULL)
+            eol = end;
+        if (conf_line (line, eol, key, &v, &vl)) {
+            value = v;
+            value_len = vl;
+            found = true;
+        }
+        line = eol + 1;
+    }
+    if (!found || value_len >= outlen)
+        return false;
+    memcpy (out, value, value_len);
+    out[value_len] = '\0';
+    return true;
+}

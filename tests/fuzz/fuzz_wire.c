@@ -47,6 +47,17 @@ static void value_int (const uint8_t *data, size_t size)
         FUZZ_CHECK (out >= 0);
 }
 
+/* mpi.conf text, not NUL-terminated: a value found fits and has no blank or comment. */
+static void conf_value (const uint8_t *data, size_t size)
+{
+    char *text = malloc (size > 0 ? size : 1), value[16];
+
+    memcpy (text, data, size);
+    if (shim_conf_value (text, size, "PMIxCollFence", value, sizeof (value)))
+        FUZZ_CHECK (strlen (value) < sizeof (value) && strpbrk (value, " \t#\n") == NULL);
+    free (text);
+}
+
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
     uint64_t seq = 0, payload = 0;
@@ -56,6 +67,7 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 
     parse_settings (data, size);
     value_int (data, size);
+    conf_value (data, size);
     if (size < 9)
         return 0;
     for (int i = 0; i < 8; i++)

@@ -192,12 +192,14 @@ preempt_one_task() {
 }
 
 # A late rank alone on its node (-n3: ranks 0-1 on node1, rank 2 on node2), then sharing
-# its node (-n4: rank 3 with rank 2): $1 runs as "$1 VICTIM MS" in every task.
+# its node (-n4: rank 3 with rank 2): $1 runs as "$1 VICTIM MS" in every task. The steps run
+# Slurm's default fence, "mixed" (the cluster's mpi.conf says ring): there a fence without
+# data is Slurm's tree fence, which on a step of fewer nodes than TreeWidth does not wait.
 late_layouts() {
     local layout victim
     for layout in 3 4; do
         victim=$((layout - 1))
-        run timeout 60 srun --mpi=pmix -K0 -N2 -n"$layout" "$@" "$victim" "$LATE_MS"
+        SLURM_PMIX_FENCE=mixed run timeout 60 srun --mpi=pmix -K0 -N2 -n"$layout" "$@" "$victim" "$LATE_MS"
         echo "-n$layout: $output"
         check_late "$victim" "$layout" || return 1
     done
@@ -244,6 +246,41 @@ check_late_timeout() {
     check_late() { check_late_timeout "$@"; }
     DTSHIM_TIMEOUT=2 late_layouts "$CHECK" late
     DTSHIM_TIMEOUT=2 late_layouts "$TORCH_PYTHON" "$TOP/tests/integration/helpers/shim_late.py"
+}
+
+@test "Slurm's tree fence (SLURM_PMIX_FENCE or mpi.conf): dtshim_init refuses it with the fix, on several nodes only" {
+    require_pmix
+    local msg="dtshim_init: Slurm's PMIx tree fence does not wait for the other nodes of this step: run it with SLURM_PMIX_FENCE=ring (or mixed, Slurm's default)"
+    SLURM_PMIX_FENCE=tree run timeout 60 srun --mpi=pmix -K0 -N2 -n3 "$CHECK" init
+    echo "$output"
+    [ "$status" -ne 0 ]
+    [ "$(count "$msg: SLURM_PMIX_FENCE=tree$")" -eq 3 ]
+    # The same from mpi.conf beside the slurm.conf the tasks are told of (Slurm itself still
+    # runs the cluster's ring: only the shim reads this one).
+    mkdir -p "$MINICLUSTER_DIR/treeconf"
+    printf '# a site that chose the tree\nPMIxCollFence = tree\n' >"$MINICLUSTER_DIR/treeconf/mpi.conf"
+    run timeout 60 srun --mpi=pmix -K0 -N2 -n2 env SLURM_CONF="$MINICLUSTER_DIR/treeconf/slurm.conf" "$CHECK" init
+    echo "$output"
+    [ "$status" -ne 0 ]
+    [ "$(count "$msg: PMIxCollFence=tree in $MINICLUSTER_DIR/treeconf/mpi.conf$")" -eq 2 ]
+    # From Python: DtshimError with the same text.
+    SLURM_PMIX_FENCE=tree run timeout 60 srun --mpi=pmix -K0 -N2 -n2 "$TORCH_PYTHON" -c '
+import dtshim
+try:
+    dtshim.init()
+except dtshim.DtshimError as e:
+    print("python:", e.status, e)'
+    echo "$output"
+    [ "$(count "python: -16 dtshim_init: Slurm's PMIx tree fence does not wait")" -eq 2 ]
+    # One node has no fence to miss; ring and mixed are what Slurm's fence waits with.
+    SLURM_PMIX_FENCE=tree run timeout 60 srun --mpi=pmix -N1 -n2 "$CHECK" init
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(count 'dtshim_init: success$')" -eq 2 ]
+    for f in ring mixed; do
+        SLURM_PMIX_FENCE=$f run timeout 60 srun --mpi=pmix -N2 -n2 "$CHECK" init
+        [ "$status" -eq 0 ] && [ "$(count 'dtshim_init: success$')" -eq 2 ]
+    done
 }
 
 @test "DTSHIM_ABORT_ON_TIMEOUT=1: a timeout ends the whole step" {
