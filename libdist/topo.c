@@ -223,6 +223,20 @@ int dist_topo_cache_key (char *buf, size_t size, const char *boot_id, unsigned h
     return n < 0 || (size_t) n >= size ? -1 : 0;
 }
 
+int dist_topo_site_key (char *buf, size_t size, const char *boot_id, unsigned hwloc_version,
+                        unsigned long long dev, unsigned long long ino, long long file_size,
+                        long long mtime_s, long mtime_ns)
+{
+    int n;
+
+    if (!valid_boot_id (boot_id))
+        return -1;
+    n = snprintf (buf, size, "format=%d hwloc=0x%x boot=%s site=%llx:%llx:%lld:%lld.%09ld",
+                  DIST_TOPO_CACHE_FORMAT, hwloc_version, boot_id, dev, ino, file_size, mtime_s,
+                  mtime_ns);
+    return n < 0 || (size_t) n >= size ? -1 : 0;
+}
+
 bool dist_topo_cache_usable (const char *stored, const char *boot_id, unsigned hwloc_version,
                              bool need_io)
 {

@@ -63,7 +63,7 @@ int dist_topo_load (struct dist_topo *t, const char *xmlfile, unsigned flags, ch
  * the text's length and its FNV-1a hash.  hwloc's XML import crashes on some
  * corrupt files, so a cache is parsed only when its seal holds. */
 #define DIST_TOPO_CACHE_FORMAT 2
-#define DIST_TOPO_CACHE_KEY_MAX 128
+#define DIST_TOPO_CACHE_KEY_MAX 256
 
 /* The key for this boot (the kernel's boot_id) and hwloc version; -1 when
  * boot_id is not one (36 characters of hex digits and dashes). */
@@ -83,6 +83,20 @@ long dist_topo_cache_unseal (const char *text, size_t len, char *key, size_t key
  * or not: same format, boot and hwloc, and I/O devices when needed. */
 bool dist_topo_cache_usable (const char *stored, const char *boot_id, unsigned hwloc_version,
                              bool need_io);
+
+/* The key of the checked copy of a site's topology file: this boot and hwloc, and the
+ * file's identity (device, inode, size, modification time), so that an edited or replaced
+ * file is checked again.  -1 when boot_id is not one or the key does not fit. */
+int dist_topo_site_key (char *buf, size_t size, const char *boot_id, unsigned hwloc_version,
+                        unsigned long long dev, unsigned long long ino, long long file_size,
+                        long long mtime_s, long mtime_ns);
+
+/* A site's XML file read by hwloc in a child process (libdist/topofile.c), with flags as
+ * dist_topo_load's: hwloc's export of what it read (malloc'ed, NUL-terminated, *len
+ * without the NUL), or NULL with the reason in err: hwloc refused it, crashed on it (a
+ * corrupt file), or took longer than 30 s. */
+char *dist_topo_validate_file (const char *path, unsigned flags, size_t *len, char *err,
+                               size_t errsz);
 
 /* The same from an XML text in memory of len bytes, its NUL included. */
 int dist_topo_load_xml (struct dist_topo *t, const char *xml, size_t len, unsigned flags,

@@ -253,10 +253,11 @@ void dist_train_bind_save_topology (spank_t sp)
 {
     int local_rank;
 
-    if (node.live.topo == NULL || spank_get_item (sp, S_TASK_ID, &local_rank) != ESPANK_SUCCESS
-        || local_rank != 0)
+    if (spank_get_item (sp, S_TASK_ID, &local_rank) != ESPANK_SUCCESS || local_rank != 0)
         return;
-    dist_train_topology_save (&node.live, node.source == TOPO_LIVE_IO);
+    dist_train_topology_save_site ();
+    if (node.live.topo != NULL)
+        dist_train_topology_save (&node.live, node.source == TOPO_LIVE_IO);
 }
 
 static bool user_bound_cpus (spank_t sp)
@@ -287,6 +288,8 @@ static void report (spank_t sp, bool cpus_theirs, bool gpus_theirs)
     slurm_spank_log ("%s: %s: binding planned in %.0f us (topology loaded in %.0f us, %s)",
                      PLUGIN_NAME, host, node.plan_us, node.load_us,
                      node.source == TOPO_SITE_FILE ? "from the site's file"
+                     : node.source == TOPO_SITE_COPY
+                         ? "from this node's checked copy of the site's file"
                      : node.source == TOPO_CACHE   ? "from this node's cache"
                      : node.source == TOPO_LIVE_IO ? "live, with I/O devices"
                                                    : "live, without I/O devices");

@@ -81,7 +81,8 @@ void dist_train_bind_task (spank_t sp, int local_rank, uint32_t *omp_threads);
 struct dist_topo;
 enum topo_source {
     TOPO_NONE = 0,   /* not loaded: the message is in err */
-    TOPO_SITE_FILE,  /* plugstack topology= or HWLOC_XMLFILE */
+    TOPO_SITE_FILE,  /* plugstack topology= (read in a child) or HWLOC_XMLFILE */
+    TOPO_SITE_COPY,  /* our checked copy of plugstack topology= */
     TOPO_CACHE,      /* our cache of an earlier step's live load */
     TOPO_LIVE,       /* the machine, without I/O devices */
     TOPO_LIVE_IO,    /* the machine, with GPUs and NICs */
@@ -90,6 +91,8 @@ enum topo_source dist_train_topology_load (struct dist_topo *t, bool need_io, ch
                                            size_t errsz);
 /* As root (task_init_privileged): save a live topology for later steps. */
 void dist_train_topology_save (struct dist_topo *t, bool io);
+/* As root: save the checked copy of plugstack topology= this step made, if any. */
+void dist_train_topology_save_site (void);
 void dist_train_bind_save_topology (spank_t sp);
 
 /* failfast.c: one failed task stops the step on every node */

@@ -13,6 +13,10 @@
  * from the forked task of local rank 0 before it drops its privileges: the
  * step's own loading runs as the user, who cannot write there.  A step with
  * no GPUs and no NICs to place never starts hwloc's I/O discovery.
+ * A site's file (plugstack topology=) is read by hwloc in a child process
+ * the first time (libdist/topofile.c), and what hwloc made of it is kept
+ * the same way, keyed by the file's identity: a corrupt file costs a child
+ * once per change, not slurmstepd at every step.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -28,7 +32,10 @@
 #include "dist_train.h"
 #include "libdist/topo.h"
 
-#define CACHE_DIR "/run/slurm-dist-train"
+#ifndef DIST_TRAIN_CACHE_DIR
+#define DIST_TRAIN_CACHE_DIR "/run/slurm-dist-train"
+#endif
+#define CACHE_DIR DIST_TRAIN_CACHE_DIR
 #define CACHE_FILE_MAX (16 << 20) /* hundreds of PCI devices take ~1 MB */
 
 static int read_boot_id (char *id, size_t size)
@@ -48,8 +55,9 @@ static int read_boot_id (char *id, size_t size)
 }
 
 /* One file per node name: nodes that share /run (test clusters of several
- * slurmd on one host) keep theirs apart. */
-static int cache_path (char *path, size_t size)
+ * slurmd on one host) keep theirs apart.  kind: "topology" (the live
+ * machine's) or "site-topology" (the checked copy of plugstack topology=). */
+static int cache_path (char *path, size_t size, const char *kind)
 {
     const char *name = dist_train.node_name;
     const char *c;
@@ -61,7 +69,7 @@ static int cache_path (char *path, size_t size)
         if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9')
               || *c == '-' || *c == '_' || *c == '.'))
             return -1;
-    n = snprintf (path, size, "%s/topology-%s.xml", CACHE_DIR, name);
+    n = snprintf (path, size, "%s/%s-%s.xml", CACHE_DIR, kind, name);
     return n < 0 || (size_t) n >= size ? -1 : 0;
 }
 
@@ -108,7 +116,7 @@ static bool load_cache (struct dist_topo *t, bool need_io)
     char *text;
     bool ok;
 
-    if (read_boot_id (boot, sizeof (boot)) < 0 || cache_path (path, sizeof (path)) < 0
+    if (read_boot_id (boot, sizeof (boot)) < 0 || cache_path (path, sizeof (path), "topology") < 0
         || (text = read_cache (path, &len)) == NULL)
         return false;
     /* stale, foreign or corrupt: never handed to hwloc's parser */
@@ -158,13 +166,98 @@ static void plugins_back (char *saved)
     unsetenv (PLUGINS_ENV);
 }
 
+/* The checked copy of the site's file that this step made, for local rank 0's task to
+ * save as root (the step's own loading runs as the user). */
+static struct {
+    char *xml;
+    size_t len;
+    char key[DIST_TOPO_CACHE_KEY_MAX];
+} site_copy;
+
+/* The key the checked copy of plugstack topology= must have now. */
+static int site_key (char *key, size_t size)
+{
+    char boot[64];
+    struct stat st;
+
+    if (read_boot_id (boot, sizeof (boot)) < 0 || stat (dist_train.cfg.topology, &st) < 0)
+        return -1;
+    return dist_topo_site_key (key, size, boot, hwloc_get_api_version (),
+                               (unsigned long long) st.st_dev, (unsigned long long) st.st_ino,
+                               (long long) st.st_size, (long long) st.st_mtim.tv_sec,
+                               st.st_mtim.tv_nsec);
+}
+
+static bool load_site_copy (struct dist_topo *t, const char *want)
+{
+    char path[256], err[DIST_ERR_MAX], key[DIST_TOPO_CACHE_KEY_MAX];
+    size_t len;
+    long xmllen;
+    char *text;
+    bool ok;
+
+    if (cache_path (path, sizeof (path), "site-topology") < 0
+        || (text = read_cache (path, &len)) == NULL)
+        return false;
+    xmllen = dist_topo_cache_unseal (text, len, key, sizeof (key));
+    if (xmllen <= 0 || strcmp (key, want) != 0) {
+        free (text);
+        return false;
+    }
+    text[xmllen] = '\0';
+    ok = dist_topo_load_xml (t, text, (size_t) xmllen + 1, DIST_TOPO_IO, err, sizeof (err)) == 0;
+    free (text);
+    return ok;
+}
+
+/* plugstack topology=FILE: the checked copy when it is this file's, else the file read
+ * by hwloc in a child process (a corrupt file crashes hwloc's XML import; it must not
+ * crash slurmstepd), and hwloc's export of it parsed here. */
+static enum topo_source load_site_file (struct dist_topo *t, char *err, size_t errsz)
+{
+    char key[DIST_TOPO_CACHE_KEY_MAX], why[DIST_ERR_MAX];
+    enum topo_source source = TOPO_NONE;
+    bool have_key = site_key (key, sizeof (key)) == 0;
+    size_t len = 0;
+    char *saved, *xml;
+
+    saved = plugins_off (PLUGINS_FOR_OURS);
+    if (have_key && load_site_copy (t, key))
+        source = TOPO_SITE_COPY;
+    plugins_back (saved);
+    if (source != TOPO_NONE)
+        return source;
+    saved = plugins_off (PLUGINS_FOR_SITE_XML);
+    xml = dist_topo_validate_file (dist_train.cfg.topology, DIST_TOPO_IO, &len, why, sizeof (why));
+    plugins_back (saved);
+    if (xml == NULL) {
+        snprintf (err, errsz, "%s (check it with dist-train-plan --topology)", why);
+        return TOPO_NONE;
+    }
+    saved = plugins_off (PLUGINS_FOR_OURS);
+    if (dist_topo_load_xml (t, xml, len + 1, DIST_TOPO_IO, err, errsz) == 0)
+        source = TOPO_SITE_FILE;
+    plugins_back (saved);
+    if (source != TOPO_NONE && have_key) {
+        free (site_copy.xml);
+        site_copy.xml = xml;
+        site_copy.len = len;
+        snprintf (site_copy.key, sizeof (site_copy.key), "%s", key);
+    } else {
+        free (xml);
+    }
+    return source;
+}
+
 enum topo_source dist_train_topology_load (struct dist_topo *t, bool need_io, char *err,
                                            size_t errsz)
 {
     enum topo_source source = TOPO_NONE;
     char *saved;
 
-    if (dist_train.cfg.topology[0] != '\0' || getenv ("HWLOC_XMLFILE") != NULL) {
+    if (dist_train.cfg.topology[0] != '\0')
+        return load_site_file (t, err, errsz);
+    if (getenv ("HWLOC_XMLFILE") != NULL) {
         /* (hwloc reads HWLOC_XMLFILE, from slurmd's environment, itself) */
         saved = plugins_off (PLUGINS_FOR_SITE_XML);
         if (dist_topo_load (t, dist_train.cfg.topology, DIST_TOPO_IO, err, errsz) == 0)
@@ -234,17 +327,13 @@ fail:
     return -1;
 }
 
-void dist_train_topology_save (struct dist_topo *t, bool io)
+/* As root: len bytes of xml sealed with key into the cache file of kind. */
+static void save_sealed (const char *kind, const char *xml, size_t len, const char *key)
 {
-    char path[256], boot[64], key[DIST_TOPO_CACHE_KEY_MAX];
-    char seal[DIST_TOPO_CACHE_KEY_MAX + 128];
+    char path[256], seal[DIST_TOPO_CACHE_KEY_MAX + 128];
     struct stat st;
-    char *xml = NULL;
-    int len = 0;
 
-    if (geteuid () != 0 || read_boot_id (boot, sizeof (boot)) < 0
-        || cache_path (path, sizeof (path)) < 0
-        || dist_topo_cache_key (key, sizeof (key), boot, hwloc_get_api_version (), io) < 0)
+    if (geteuid () != 0 || cache_path (path, sizeof (path), kind) < 0)
         return;
     if (mkdir (CACHE_DIR, 0755) < 0 && errno != EEXIST)
         return;
@@ -252,11 +341,33 @@ void dist_train_topology_save (struct dist_topo *t, bool io)
     if (lstat (CACHE_DIR, &st) < 0 || !S_ISDIR (st.st_mode) || st.st_uid != 0
         || (st.st_mode & (S_IWGRP | S_IWOTH)))
         return;
+    if (len > 0 && dist_topo_cache_seal (xml, len, key, seal, sizeof (seal)) == 0
+        && write_atomically (path, xml, len, seal) < 0)
+        slurm_verbose ("%s: cannot write the topology cache %s: %m", PLUGIN_NAME, path);
+}
+
+void dist_train_topology_save (struct dist_topo *t, bool io)
+{
+    char boot[64], key[DIST_TOPO_CACHE_KEY_MAX];
+    char *xml = NULL;
+    int len = 0;
+
+    if (geteuid () != 0 || read_boot_id (boot, sizeof (boot)) < 0
+        || dist_topo_cache_key (key, sizeof (key), boot, hwloc_get_api_version (), io) < 0)
+        return;
     if (hwloc_topology_export_xmlbuffer (t->topo, &xml, &len, 0) < 0)
         return;
     /* (len counts the NUL, which the file does without) */
-    if (len > 1 && dist_topo_cache_seal (xml, (size_t) len - 1, key, seal, sizeof (seal)) == 0
-        && write_atomically (path, xml, (size_t) len - 1, seal) < 0)
-        slurm_verbose ("%s: cannot write the topology cache %s: %m", PLUGIN_NAME, path);
+    if (len > 1)
+        save_sealed ("topology", xml, (size_t) len - 1, key);
     hwloc_free_xmlbuffer (t->topo, xml);
+}
+
+void dist_train_topology_save_site (void)
+{
+    if (site_copy.xml == NULL)
+        return;
+    save_sealed ("site-topology", site_copy.xml, site_copy.len, site_copy.key);
+    free (site_copy.xml);
+    site_copy.xml = NULL;
 }

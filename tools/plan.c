@@ -94,6 +94,17 @@ int main (int argc, char **argv)
         }
         i++;
     }
+    /* A file is read by hwloc in a child first, as the plugin does: a corrupt one is named
+     * as such, not a crash of this program. */
+    if (xml != NULL) {
+        size_t len;
+        char *checked = dist_topo_validate_file (xml, DIST_TOPO_IO, &len, err, sizeof (err));
+        if (checked == NULL) {
+            fprintf (stderr, "dist-train-plan: %s\n", err);
+            return 1;
+        }
+        free (checked);
+    }
     t0 = now_us ();
     if (dist_topo_load (&t, xml, DIST_TOPO_IO, err, sizeof (err)) < 0) {
         fprintf (stderr, "dist-train-plan: %s\n", err);
@@ -128,7 +139,9 @@ int main (int argc, char **argv)
         return 1;
     }
     printf ("topology %s: %d PUs, %d NUMA nodes, %d GPUs, %d RDMA NICs\n",
-            xml != NULL ? xml : getenv ("HWLOC_XMLFILE") != NULL ? getenv ("HWLOC_XMLFILE") : "(this machine)",
+            xml != NULL                        ? xml
+            : getenv ("HWLOC_XMLFILE") != NULL ? getenv ("HWLOC_XMLFILE")
+                                               : "(this machine)",
             hwloc_get_nbobjs_by_type (t.topo, HWLOC_OBJ_PU),
             hwloc_get_nbobjs_by_type (t.topo, HWLOC_OBJ_NUMANODE), t.ngpus, t.nnics);
     print_plan (&t, step_gpu, &plan);

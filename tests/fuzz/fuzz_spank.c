@@ -16,6 +16,10 @@
  *   host NAME=ADDR,...   what NAME resolves to (no DNS is asked)
  *   topology NAME        HWLOC_XMLFILE: tests/topologies/NAME (default
  *                        minicluster-4gpu.xml)
+ *   expect NAME=VALUE    every task's environment must hold this after
+ *                        task_init (at most 8; only in the regression
+ *                        tests' build, FUZZ_SPANK_EXPECT: a fuzzer would
+ *                        write wrong expectations of its own)
  * FUZZ_SPANK_TRACE=1 in the environment prints what the plugin logs and
  * what each task's environment becomes.
  *
@@ -151,7 +155,8 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
     static struct spank_handle *const sp = (struct spank_handle *) &standin_items;
     char *text = fuzz_string (data, size), *p = text, *line;
-    char *av[ARGS_MAX], *spec = NULL, topology[512], *hostfile = NULL;
+    char *av[ARGS_MAX], *spec = NULL, topology[512], *hostfile = NULL, *expect[8];
+    int nexpect = 0;
     size_t hostfile_len = 0;
     bool option = false;
     int ac = 0, exittask = 0, t;
@@ -194,6 +199,10 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
             memcpy (hostfile + hostfile_len, value, len);
             hostfile[hostfile_len + len] = '\n';
             hostfile_len += len + 1;
+#ifdef FUZZ_SPANK_EXPECT
+        } else if (strcmp (line, "expect") == 0 && strchr (value, '=') != NULL && nexpect < 8) {
+            expect[nexpect++] = value;
+#endif
         } else if (strcmp (line, "topology") == 0 && strchr (value, '/') == NULL
                    && *value != '\0') {
             snprintf (topology, sizeof (topology), "%s/%s", FUZZ_TOPOLOGY_DIR, value);
@@ -222,6 +231,17 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
             (void) slurm_spank_task_init_privileged (sp, ac, av);
             (void) slurm_spank_task_init (sp, ac, av);
             standin_trace_env ("of a task");
+            for (int e = 0; e < nexpect; e++) {
+                char *eq = strchr (expect[e], '=');
+                const char *got;
+                *eq = '\0';
+                got = standin_getenv (expect[e]);
+                if (got == NULL || strcmp (got, eq + 1) != 0)
+                    fprintf (stderr, "fuzz_spank: task %d: %s=%s, expected %s\n", t, expect[e],
+                             got != NULL ? got : "(unset)", eq + 1);
+                FUZZ_CHECK (got != NULL && strcmp (got, eq + 1) == 0);
+                *eq = '=';
+            }
             dist_train = parent;
             standin_env_restore ();
         }

@@ -106,9 +106,11 @@ FUZZ_SRC_spank = $(srcdir)/tests/fuzz/fuzz_spank.c $(srcdir)/tests/fuzz/spank_st
 	$(srcdir)/libdist/address.c $(srcdir)/libdist/bind.c $(srcdir)/libdist/config.c \
 	$(srcdir)/libdist/env.c $(srcdir)/libdist/handover.c $(srcdir)/libdist/hostfile.c \
 	$(srcdir)/libdist/layout.c $(srcdir)/libdist/port.c $(srcdir)/libdist/ranges.c \
-	$(srcdir)/libdist/tfconfig.c $(srcdir)/libdist/topo.c
+	$(srcdir)/libdist/tfconfig.c $(srcdir)/libdist/topo.c $(srcdir)/libdist/topofile.c
+# The plugin's caches go to a directory of the harness's own, not the node's /run.
 FUZZ_SPANK_FLAGS = $(SLURM_CPPFLAGS) \
-	-DFUZZ_TOPOLOGY_DIR='"$(abs_top_srcdir)/tests/topologies"'
+	-DFUZZ_TOPOLOGY_DIR='"$(abs_top_srcdir)/tests/topologies"' \
+	-DDIST_TRAIN_CACHE_DIR='"/tmp/fuzz_spank_cache"'
 tests/fuzz/fuzz_spank: $(FUZZ_SRC_spank) $(FUZZ_DEPS) $(srcdir)/tests/fuzz/spank_standin.h \
 		$(srcdir)/spank/dist_train.h $(srcdir)/spank/compat.h $(srcdir)/spank/bind.c \
 		$(srcdir)/spank/failfast.c $(srcdir)/spank/network.c
@@ -128,7 +130,8 @@ tests_fuzz_test_fuzz_regressions_SOURCES = tests/unit/test_fuzz_regressions.c \
 	spank/layout.c spank/topocache.c tests/fuzz/spank_bind.c tests/fuzz/spank_failfast.c \
 	tests/fuzz/spank_network.c $(LIBDIST_SOURCES)
 tests_fuzz_test_fuzz_regressions_CPPFLAGS = $(AM_CPPFLAGS) \
-	-DFUZZ_TOPOLOGY_DIR='"$(abs_top_srcdir)/tests/topologies"'
+	-DFUZZ_TOPOLOGY_DIR='"$(abs_top_srcdir)/tests/topologies"' \
+	-DDIST_TRAIN_CACHE_DIR='"/tmp/fuzz_spank_cache"' -DFUZZ_SPANK_EXPECT
 tests_fuzz_test_fuzz_regressions_CFLAGS = $(UNIT_COMPILEFLAGS)
 tests_fuzz_test_fuzz_regressions_LDFLAGS = $(UNIT_LINKFLAGS)
 tests_fuzz_test_fuzz_regressions_LDADD = $(UNIT_LINKLIBS) $(HWLOC_LIBS)

@@ -53,6 +53,13 @@ static int env_find (const char *name)
     return -1;
 }
 
+const char *standin_getenv (const char *name)
+{
+    int i = env_find (name);
+
+    return i >= 0 ? env.value[i] : NULL;
+}
+
 void standin_setenv (const char *name, const char *value)
 {
     int i = env_find (name);

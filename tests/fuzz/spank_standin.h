@@ -30,6 +30,8 @@ void standin_reset (void);
 
 /* The job's environment. */
 void standin_setenv (const char *name, const char *value);
+/* The value of name in the environment, or NULL. */
+const char *standin_getenv (const char *name);
 /* A copy of the environment, and back to it: each task's is its own. */
 void standin_env_save (void);
 void standin_env_restore (void);

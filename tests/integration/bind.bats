@@ -23,6 +23,7 @@ setup_file() {
 
 teardown_file() {
     cluster_stop
+    rm -f /run/slurm-dist-train/site-topology-node[12].xml
 }
 
 setup() {
@@ -185,19 +186,67 @@ visible_bus() {
     echo "$err"
     [[ $(grep -c 'dist-train: node[12]:   LOCAL_RANK  RANK  GPUS' <<<"$err") -eq 2 ]]
     grep -q "dist-train: node2:   1 *3 *${BUS[2]},${BUS[3]}  1  1  mlx5_0" <<<"$err"
-    grep -q "dist-train: node1: binding planned in [0-9]* us (topology loaded in [0-9]* us, from the site.s file)" <<<"$err"
+    grep -q "dist-train: node1: binding planned in [0-9]* us (topology loaded in [0-9]* us, from \(the\|this node.s checked copy of the\) site.s file)" <<<"$err"
     grep -q "dist-train: node2: local rank 0's binding applied in [0-9]* us" <<<"$err"
 }
 
 
 @test "a broken topology file: the step runs with the environment only, and a warning says why" {
-    head -c 300 "$GPU_XML" > "$BATS_FILE_TMPDIR/broken.xml"
-    plugstack "topology=$BATS_FILE_TMPDIR/broken.xml"
+    head -c 300 "$GPU_XML" > "$MINICLUSTER_DIR/broken.xml"
+    plugstack "topology=$MINICLUSTER_DIR/broken.xml"
     bind_step --dist-train -N1 -n2 --gres=gpu:4
     [[ $(field "${lines[1]}" RANK) == 1 && $(field "${lines[1]}" MASTER_ADDR) != unset ]]
     [[ $(field "${lines[1]}" CVD) == 0,1,2,3 && $(field "${lines[1]}" CPUS) == unset ]]
     [[ $err == *"warning: node1"*"broken.xml"* ]]
     [[ $(grep -c warning <<<"$err") -eq 1 ]]
+}
+
+# Where node1's topology came from in a verbose step.
+topology_source() {
+    bind_step --dist-train=verbose -N1 -n1 -w node1 --gres=gpu:4 >/dev/null
+    sed -n "s/^dist-train: node1: binding planned in [0-9]* us (topology loaded in [0-9]* us, \(.*\))$/\1/p" <<<"$err"
+}
+
+@test "a site topology file is read in a child once; later steps read its checked copy; an edit is read again" {
+    local copy=/run/slurm-dist-train/site-topology-node1.xml
+    rm -f "$copy"
+    # (the nodes' /tmp is their own: the file lies in the cluster's directory)
+    cp "$GPU_XML" "$MINICLUSTER_DIR/site.xml"
+    plugstack "topology=$MINICLUSTER_DIR/site.xml"
+    [[ $(topology_source) == "from the site's file" ]]
+    [[ $(stat -c '%U %a' "$copy") == "root 644" ]]
+    tail -n 1 "$copy" | grep -q " key=format=2 hwloc=0x[0-9a-f]* boot=$(cat /proc/sys/kernel/random/boot_id) site=[0-9a-f]*:[0-9a-f]*:$(stat -c %s "$MINICLUSTER_DIR/site.xml"):[0-9]*\.[0-9]* -->$"
+    [[ $(topology_source) == "from this node's checked copy of the site's file" ]]
+    # the admin edits the file: read again
+    touch "$MINICLUSTER_DIR/site.xml"
+    [[ $(topology_source) == "from the site's file" ]]
+    [[ $(topology_source) == "from this node's checked copy of the site's file" ]]
+    # a copy whose text was changed after it was sealed is not read
+    sed -i '0,/type="Machine"/s//type="Mechine"/' "$copy"
+    [[ $(topology_source) == "from the site's file" ]]
+    ! grep -q 'type="Mechine"' "$copy"
+}
+
+@test "a corrupt topology file that crashes hwloc: the step runs, slurmstepd and the node live on" {
+    # the Machine's complete_cpuset attribute renamed: hwloc 2.9's XML import dies on it
+    sed '0,/complete_cpuset=/s//complete_xxxxxx=/' "$GPU_XML" > "$MINICLUSTER_DIR/corrupt.xml"
+    plugstack "topology=$MINICLUSTER_DIR/corrupt.xml"
+    bind_step --dist-train -N2 -n2 --gres=gpu:4
+    echo "$err"
+    [[ $(field "${lines[1]}" RANK) == 1 && $(field "${lines[1]}" MASTER_ADDR) != unset ]]
+    if [[ $(pkg-config --modversion hwloc) == 2.9.* ]]; then
+        [[ $(grep -c "warning: node[12]: topology=$MINICLUSTER_DIR/corrupt.xml: hwloc crashed reading it (signal 11, Segmentation fault): the file is corrupt (check it with dist-train-plan --topology): not bound" <<<"$err") -eq 2 ]]
+    fi
+    # every step after it runs too, and no node was drained
+    bind_step --dist-train -N2 -n2 --gres=gpu:4
+    [[ $(field "${lines[1]}" RANK) == 1 ]]
+    [[ -z $(sinfo -h -R) ]]
+    [[ $(sinfo -h -o %T -n node1,node2 | sort -u) == idle ]]
+    # the admin's tool says the same
+    run "$TOP/tools/dist-train-plan" --topology "$MINICLUSTER_DIR/corrupt.xml"
+    [ "$status" -ne 0 ] || [[ $(pkg-config --modversion hwloc) != 2.9.* ]]
+    echo "$output"
+    [[ $(pkg-config --modversion hwloc) != 2.9.* ]] || [[ $output == "dist-train-plan: topology=$MINICLUSTER_DIR/corrupt.xml: hwloc crashed reading it (signal 11, Segmentation fault): the file is corrupt" ]]
 }
 
 @test "GPUs that Slurm lists but the topology lacks: environment only, with a warning" {

@@ -1016,6 +1016,90 @@ static void test_cache_key (void **state)
     assert_int_equal (dist_topo_cache_key (with_io, 20, BOOT_A, 0x20900, true), -1);
 }
 
+/* The checked copy of a site's file: keyed by the file's identity too, so an edited file
+ * (another size or time) or a replaced one (another inode) is checked again. */
+static void test_site_key (void **state)
+{
+    char a[DIST_TOPO_CACHE_KEY_MAX], b[DIST_TOPO_CACHE_KEY_MAX];
+
+    assert_int_equal (dist_topo_site_key (a, sizeof (a), BOOT_A, 0x20900, 0x803, 1234, 5000,
+                                          1700000000, 5),
+                      0);
+    assert_string_equal (a, "format=2 hwloc=0x20900 boot=" BOOT_A
+                            " site=803:4d2:5000:1700000000.000000005");
+    assert_int_equal (dist_topo_site_key (b, sizeof (b), BOOT_A, 0x20900, 0x803, 1234, 5000,
+                                          1700000000, 6),
+                      0);
+    assert_string_not_equal (a, b);
+    assert_int_equal (dist_topo_site_key (b, sizeof (b), BOOT_A, 0x20900, 0x803, 1235, 5000,
+                                          1700000000, 5),
+                      0);
+    assert_string_not_equal (a, b);
+    /* never the key of a live cache */
+    assert_false (dist_topo_cache_usable (a, BOOT_A, 0x20900, false));
+    /* the largest identities fit */
+    assert_int_equal (dist_topo_site_key (a, sizeof (a), BOOT_A, 0xffffffff, ~0ULL, ~0ULL,
+                                          -1 - 0x7fffffffffffffffLL, -1 - 0x7fffffffffffffffLL,
+                                          999999999),
+                      0);
+    assert_int_equal (dist_topo_site_key (a, sizeof (a), "boot", 0x20900, 1, 1, 1, 1, 1), -1);
+    assert_int_equal (dist_topo_site_key (a, 40, BOOT_A, 0x20900, 1, 1, 1, 1, 1), -1);
+}
+
+/* A site's file read in a child: a good one comes back as hwloc's export, which loads; a
+ * corrupt one (an attribute name cut, which crashes hwloc 2.9's libxml import) or a
+ * missing one is an error naming the file, and this process goes on. */
+static void test_site_file_checked_in_a_child (void **state)
+{
+    char path[1024], bad[] = "/tmp/test_bind_site_XXXXXX", err[512], *xml, *text;
+    struct dist_topo t;
+    size_t len = 0;
+    FILE *f;
+    int fd;
+
+    topology_path (amd.file, path, sizeof (path));
+    xml = dist_topo_validate_file (path, DIST_TOPO_IO, &len, err, sizeof (err));
+    assert_non_null (xml);
+    assert_int_equal (strlen (xml), len);
+    assert_int_equal (dist_topo_load_xml (&t, xml, len + 1, DIST_TOPO_IO, err, sizeof (err)), 0);
+    assert_int_equal (t.ngpus, 4);
+    dist_topo_destroy (&t);
+    free (xml);
+
+    /* the same file with one Group's complete_cpuset attribute renamed */
+    f = fopen (path, "r");
+    assert_non_null (f);
+    text = calloc (1, 1 << 20);
+    assert_non_null (text);
+    len = fread (text, 1, (1 << 20) - 1, f);
+    fclose (f);
+    char *at = strstr (text, "<object type=\"Group\"");
+    assert_non_null (at);
+    at = strstr (at, "complete_cpuset=");
+    assert_non_null (at);
+    memcpy (at, "complete_xxxxxx=", 16);
+    fd = mkstemp (bad);
+    assert_true (fd >= 0);
+    assert_int_equal (write (fd, text, len), (ssize_t) len);
+    close (fd);
+    free (text);
+    xml = dist_topo_validate_file (bad, DIST_TOPO_IO, &len, err, sizeof (err));
+    if (xml != NULL) {
+        /* an hwloc that takes it: what it made of it loads */
+        assert_int_equal (dist_topo_load_xml (&t, xml, len + 1, DIST_TOPO_IO, err, sizeof (err)),
+                          0);
+        dist_topo_destroy (&t);
+        free (xml);
+    } else {
+        assert_non_null (strstr (err, bad));
+    }
+    unlink (bad);
+
+    assert_null (dist_topo_validate_file ("/nonexistent/topology.xml", DIST_TOPO_IO, &len, err,
+                                          sizeof (err)));
+    assert_non_null (strstr (err, "/nonexistent/topology.xml"));
+}
+
 /* What the cache holds loads back from memory as this machine's; a text
  * that is cut or not NUL-terminated is refused. */
 static void test_cache_round_trip (void **state)
@@ -1290,6 +1374,8 @@ int main (void)
         cmocka_unit_test (test_step_gpus),
         cmocka_unit_test (test_cores_cpuset),
         cmocka_unit_test (test_cores_cpuset_bad),
+        cmocka_unit_test (test_site_key),
+        cmocka_unit_test (test_site_file_checked_in_a_child),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }

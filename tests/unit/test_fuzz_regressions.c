@@ -9,6 +9,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -35,10 +37,49 @@ static void test_node_name_in_fail_fast_log (void **state)
             "env DIST_TRAIN_SRUN=step=88.2 rank0=n1 addr=10.9.0.1 fail_fast=1\n");
 }
 
+/* Issue 12: SLURM_STEP_NODELIST and SLURM_STEP_TASKS_PER_NODE were read into
+ * 8 KiB buffers, and a step of 1,500 nodes whose names do not compress
+ * (12 KiB and more) failed every task with "cannot read the step's nodes".
+ * Here 1,500 names of 9 to 13 characters (about 17 KiB), the last node's
+ * task: it must get its rank and the step's size. */
+static void test_1500_nodes_of_scattered_names (void **state)
+{
+    size_t size = 1 << 16, len = 0;
+    char *input = malloc (size), first[32] = "";
+
+    assert_non_null (input);
+    len += (size_t) snprintf (input + len, size - len,
+                              "option torch\n"
+                              "item job=91 step=0 nnodes=1500 nodeid=1499 ntasks=1500 local=1"
+                              " base=1499 cores=0\n"
+                              "env SLURM_STEP_TASKS_PER_NODE=1(x1500)\n"
+                              "env SLURM_STEP_NODELIST=");
+    for (int n = 0; n < 1500; n++) {
+        char name[32];
+        /* racks and slots in no order hostlist can range */
+        snprintf (name, sizeof (name), "r%dgpu%dx%d", (n * 7) % 61, n * 13 + 5, n % 3);
+        if (n == 0)
+            snprintf (first, sizeof (first), "%s", name);
+        len += (size_t) snprintf (input + len, size - len, "%s%s", n > 0 ? "," : "", name);
+    }
+    assert_true (len > 16384);
+    len += (size_t) snprintf (input + len, size - len,
+                              "\nenv DIST_TRAIN_SRUN=step=91.0 rank0=%s addr=10.9.0.1 fail_fast=1\n"
+                              "expect WORLD_SIZE=1500\n"
+                              "expect RANK=1499\n"
+                              "expect GROUP_RANK=1499\n"
+                              "expect MASTER_ADDR=10.9.0.1\n",
+                              first);
+    assert_true (len < size);
+    replay (input);
+    free (input);
+}
+
 int main (int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test (test_node_name_in_fail_fast_log),
+        cmocka_unit_test (test_1500_nodes_of_scattered_names),
     };
 
     LLVMFuzzerInitialize (&argc, &argv);
