@@ -1,0 +1,142 @@
+#!/usr/bin/env bats
+# install.bats - as a site's admin does it: the .debs built from `make dist`'s tarball
+# (scripts/packages), installed with apt-get, the snippet enabled with one link, the test
+# cluster run on the installed plugin (not the build tree's) with the DDP example, a shim
+# program built with pkg-config and the installed Python module; then purged, and nothing
+# of it left. Runs on this machine, or in the chroot of each Slurm generation.
+
+load helpers/common
+
+PACKAGES=(slurm-dist-train libdtshim0 libdtshim-dev python3-dtshim)
+PACKAGES_DEB=()
+SNIPPET=/usr/share/slurm-dist-train/dist-train.conf
+LINK=/etc/slurm/plugstack.conf.d/dist-train.conf
+
+purge_packages() {
+    DEBIAN_FRONTEND=noninteractive timeout 120 apt-get purge -y -q "${PACKAGES[@]}" >&2 2>&1 || true
+}
+
+setup_file() {
+    [[ -d /etc/slurm/plugstack.conf.d ]] || {
+        echo "no /etc/slurm/plugstack.conf.d: is slurm-wlm-basic-plugins installed?" >&2
+        return 1
+    }
+    # an earlier run that was killed may have left them
+    purge_packages
+    export DEBS=$BATS_FILE_TMPDIR/debs
+    # make check ran already in this run: the package build skips it
+    DEB_BUILD_OPTIONS=nocheck timeout 900 "$TOP/scripts/packages" "$DEBS" >&2
+    local p
+    for p in "${!PACKAGES[@]}"; do
+        PACKAGES_DEB[p]=$(echo "$DEBS/${PACKAGES[p]}"_*.deb)
+    done
+    DEBIAN_FRONTEND=noninteractive timeout 300 apt-get install -y -q --no-install-recommends \
+        "${PACKAGES_DEB[@]}" >&2
+    ln -sfn "$SNIPPET" "$LINK"
+    # the cluster reads the site's plugstack.conf.d, as Debian's plugstack.conf does
+    printf 'include /etc/slurm/plugstack.conf.d/*.conf\n' >"$BATS_FILE_TMPDIR/plugstack.conf"
+    "$MINICLUSTER" stop >/dev/null 2>&1 || true
+    "$MINICLUSTER" start --nodes 2 --plugstack "$BATS_FILE_TMPDIR/plugstack.conf" >&2
+}
+
+teardown_file() {
+    cluster_stop || true
+    purge_packages
+    rm -f "$LINK"
+}
+
+setup() {
+    cd "$TOP"
+    eval "$("$MINICLUSTER" env)"
+    # what the installed packages give, not the build tree
+    unset DTSHIM_LIBRARY PYTHONPATH
+}
+
+@test "the packages: the plugin pinned to this Slurm's release, the snippet installed but not enabled by itself" {
+    local release plugin
+    release=$(dpkg-query -W -f='${Version}' slurm-wlm-basic-plugins | sed 's/^[0-9]*://; s/^\([0-9]*\.[0-9]*\).*/\1/')
+    dpkg-query -W -f='${Depends}\n' slurm-dist-train | tee /dev/stderr |
+        grep -q "slurm-wlm-basic-plugins (>= $release), slurm-wlm-basic-plugins (<< "
+    plugin=$(dpkg -L slurm-dist-train | grep '/dist_train\.so$')
+    [[ -f $plugin && $(grep -c "^required $plugin\$" "$SNIPPET") -eq 1 ]]
+    # nothing in /etc: the admin's link is what enables it
+    [[ -z $(dpkg -L slurm-dist-train | grep '^/etc/') ]]
+    for page in dist-train.8 dist-train-plan.1 dist-train-restart.1; do
+        dpkg -L slurm-dist-train | grep -q "/man/man[18]/$page\.gz$"
+    done
+    dpkg -L libdtshim-dev | grep -q '/man/man3/dtshim\.3\.gz$'
+}
+
+@test "srun --dist-train on the installed plugin: the DDP example trains on 2 nodes" {
+    run timeout 180 srun --dist-train -N2 -n4 "$TORCH_PYTHON" "$TOP/examples/ddp_train.py" --steps 20
+    echo "$output"
+    [ "$status" -eq 0 ]
+    # a world of 4 over both nodes, rank 0's address as MASTER_ADDR, all ranks at the end
+    [[ $output == *"training on 4 ranks, master $(node_addr node1):"* ]]
+    [[ $(grep -c "^rank [0-3] on node[12]: final parameters" <<<"$output") -eq 4 ]]
+    # the plugin that ran is the installed one
+    run timeout 60 srun --dist-train=verbose -N1 -n1 true
+    [[ $output == *"dist-train:"* ]]
+    ! grep -q "$TOP/spank" "$MINICLUSTER_DIR/plugstack.conf"
+}
+
+@test "a shim program built with pkg-config --cflags --libs dtshim, and the installed Python module, outside Slurm" {
+    cc -Wall -Wextra -Wno-unused-parameter -Werror -o "$MINICLUSTER_DIR/shim_check" \
+        "$TOP/tests/integration/helpers/shim_check.c" $(pkg-config --cflags --libs dtshim)
+    # linked against the installed library, nothing of the build tree
+    ldd "$MINICLUSTER_DIR/shim_check" | tee /dev/stderr | grep -Eq "libdtshim\.so\.0 => (/usr)?/lib/"
+    ! ldd "$MINICLUSTER_DIR/shim_check" | grep -q "$TOP"
+    # a world of one without Slurm
+    run env -u PMIX_NAMESPACE -u SLURM_STEP_NUM_TASKS "$MINICLUSTER_DIR/shim_check" init
+    echo "$output"
+    [[ $status -eq 0 && $output == "dtshim_init: success" ]]
+    run "$TORCH_PYTHON" -c '
+import dtshim
+dtshim.init()
+print("rank", dtshim.rank(), "of", dtshim.size(), "from", dtshim.__file__)'
+    echo "$output"
+    [[ $status -eq 0 && $output == "rank 0 of 1 from /usr/lib/python3/dist-packages/dtshim.py" ]]
+}
+
+@test "the installed shim in a Slurm step with PMIx, from C and from Python" {
+    require_pmix
+    [[ -x $MINICLUSTER_DIR/shim_check ]]
+    run timeout 60 srun --mpi=pmix -N2 -n4 "$MINICLUSTER_DIR/shim_check" collectives 3
+    echo "$output"
+    [ "$status" -eq 0 ]
+    run timeout 60 srun --mpi=pmix -N2 -n2 "$TORCH_PYTHON" -c '
+import dtshim
+dtshim.init()
+print("rank", dtshim.rank(), "of", dtshim.size(), "from", dtshim.__file__)
+dtshim.barrier()
+dtshim.finalize()'
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ $(grep -c "^rank [01] of 2 from /usr/lib/python3/dist-packages/dtshim.py$" <<<"$output") -eq 2 ]]
+}
+
+@test "purge: nothing left in Slurm's plugin directory, plugstack.conf.d, the library path or the Python path" {
+    local plugin_dir
+    plugin_dir=$(dirname "$(dpkg -L slurm-dist-train | grep '/dist_train\.so$')")
+    cluster_stop
+    run purge_packages
+    echo "$output"
+    for p in "${PACKAGES[@]}"; do
+        [[ -z $(dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -v "not-installed") ]]
+    done
+    [[ ! -e $plugin_dir/dist_train.so ]]
+    # the admin's link went with the snippet it pointed at (a dangling one fails every srun)
+    [[ ! -e $LINK && ! -L $LINK ]]
+    [[ $output == *"removed $LINK, which enabled the plugin"* ]]
+    [[ ! -e /usr/share/slurm-dist-train ]]
+    [[ -z $(ldconfig -p | grep libdtshim) ]]
+    [[ -z $(find /usr/lib /usr/include /usr/share/pkgconfig -name 'libdtshim*' -o -name 'dtshim.h' -o -name 'dtshim.pc' 2>/dev/null) ]]
+    ! "$TORCH_PYTHON" -c 'import dtshim' 2>/dev/null
+    # and Slurm on this node works as before: plain steps run with the same plugstack.conf
+    "$MINICLUSTER" start --nodes 2 --plugstack "$BATS_FILE_TMPDIR/plugstack.conf" >&2
+    run timeout 60 srun -N2 -n2 hostname
+    echo "$output"
+    [ "$status" -eq 0 ]
+    run timeout 60 srun --dist-train -N1 -n1 true
+    [ "$status" -ne 0 ]
+}
