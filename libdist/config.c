@@ -96,44 +96,101 @@ static int parse_visible (const char *val, bool *own)
     return 0;
 }
 
-/* SPEC's key=value tokens. */
+/* SPEC's key=value settings: each parses the value of tok (after the '='). */
+static int spec_bind (struct dist_config *cfg, const char *tok, const char *val, char *err,
+                      size_t errsz)
+{
+    if (parse_bind (val, &cfg->bind_user) == 0)
+        return 0;
+    snprintf (err, errsz, "--dist-train: '%.64s': bind= takes auto, gpu, cpu or none", tok);
+    return -1;
+}
+
+static int spec_visible (struct dist_config *cfg, const char *tok, const char *val, char *err,
+                         size_t errsz)
+{
+    if (parse_visible (val, &cfg->visible_own) == 0)
+        return 0;
+    snprintf (err, errsz, "--dist-train: '%.64s': visible= takes all or own", tok);
+    return -1;
+}
+
+static int spec_watchdog (struct dist_config *cfg, const char *tok, const char *val, char *err,
+                          size_t errsz)
+{
+    char *end;
+    unsigned long s;
+
+    errno = 0;
+    s = strtoul (val, &end, 10);
+    if (val[0] >= '0' && val[0] <= '9' && *end == '\0' && errno == 0 && s <= 10000000) {
+        cfg->watchdog_s = (uint32_t) s;
+        return 0;
+    }
+    snprintf (err, errsz, "--dist-train: '%.64s': watchdog= takes seconds, e.g. "
+                          "watchdog=600 (0 = off)", tok);
+    return -1;
+}
+
+static int spec_fail_fast (struct dist_config *cfg, const char *tok, const char *val, char *err,
+                           size_t errsz)
+{
+    bool on;
+
+    if (parse_on_off (val, &on) == 0) {
+        cfg->fail_fast_user = on;
+        return 0;
+    }
+    snprintf (err, errsz, "--dist-train: '%.64s': fail_fast= takes on or off", tok);
+    return -1;
+}
+
+/* Every word the parsers accept, in three tables that the parsers dispatch on: what is not
+ * here is refused, and dist_config_word() lists them for the documentation's test. */
+struct setting {
+    const char *key;
+    int (*parse) (struct dist_config *cfg, const char *tok, const char *val, char *err,
+                  size_t errsz);
+};
+
+static const struct setting spec_settings[] = {
+    { "bind", spec_bind },
+    { "visible", spec_visible },
+    { "fail_fast", spec_fail_fast },
+    { "watchdog", spec_watchdog },
+};
+
+#define SPEC_VERBOSE (-1)
+#define SPEC_HELP (-2)
+static const struct {
+    const char *word;
+    int profile; /* an enum dist_profile, or SPEC_VERBOSE, SPEC_HELP */
+} spec_words[] = {
+    { "torch", DIST_PROFILE_TORCH }, { "jax", DIST_PROFILE_JAX }, { "tf", DIST_PROFILE_TF },
+    { "off", DIST_PROFILE_OFF },     { "verbose", SPEC_VERBOSE }, { "help", SPEC_HELP },
+};
+
+#define COUNT(a) (sizeof (a) / sizeof ((a)[0]))
+
+/* The setting of table (n entries) whose key is the klen bytes at key, or NULL. */
+static const struct setting *find_setting (const struct setting *table, size_t n,
+                                           const char *key, size_t klen)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strlen (table[i].key) == klen && strncmp (table[i].key, key, klen) == 0)
+            return &table[i];
+    return NULL;
+}
+
 static int parse_spec_setting (struct dist_config *cfg, const char *tok,
                                char *err, size_t errsz)
 {
-    if (strncmp (tok, "bind=", 5) == 0) {
-        if (parse_bind (tok + 5, &cfg->bind_user) == 0)
-            return 0;
-        snprintf (err, errsz, "--dist-train: '%.64s': bind= takes auto, gpu, cpu or none", tok);
-        return -1;
-    }
-    if (strncmp (tok, "visible=", 8) == 0) {
-        if (parse_visible (tok + 8, &cfg->visible_own) == 0)
-            return 0;
-        snprintf (err, errsz, "--dist-train: '%.64s': visible= takes all or own", tok);
-        return -1;
-    }
-    if (strncmp (tok, "watchdog=", 9) == 0) {
-        char *end;
-        unsigned long s;
-        errno = 0;
-        s = strtoul (tok + 9, &end, 10);
-        if (tok[9] >= '0' && tok[9] <= '9' && *end == '\0' && errno == 0 && s <= 10000000) {
-            cfg->watchdog_s = (uint32_t) s;
-            return 0;
-        }
-        snprintf (err, errsz, "--dist-train: '%.64s': watchdog= takes seconds, e.g. "
-                              "watchdog=600 (0 = off)", tok);
-        return -1;
-    }
-    if (strncmp (tok, "fail_fast=", 10) == 0) {
-        bool on;
-        if (parse_on_off (tok + 10, &on) == 0) {
-            cfg->fail_fast_user = on;
-            return 0;
-        }
-        snprintf (err, errsz, "--dist-train: '%.64s': fail_fast= takes on or off", tok);
-        return -1;
-    }
+    const char *eq = strchr (tok, '=');
+    const struct setting *set =
+        find_setting (spec_settings, COUNT (spec_settings), tok, (size_t) (eq - tok));
+
+    if (set != NULL)
+        return set->parse (cfg, tok, eq + 1, err, errsz);
     snprintf (err, errsz,
               "--dist-train: unknown SPEC setting '%.64s'; valid: bind=auto|gpu|cpu|none, "
               "visible=all|own, fail_fast=on|off, watchdog=SECONDS", tok);
@@ -160,43 +217,38 @@ int dist_config_parse_spec (struct dist_config *cfg, const char *spec,
     cfg->help = false;
     for (tok = strtok_r (buf, ",", &save); tok != NULL;
          tok = strtok_r (NULL, ",", &save)) {
-        enum dist_profile p;
+        int p = -100;
         if (strchr (tok, '=') != NULL) {
             if (parse_spec_setting (cfg, tok, err, errsz) < 0)
                 return -1;
             continue;
         }
-        if (strcmp (tok, "verbose") == 0) {
+        for (size_t i = 0; i < COUNT (spec_words); i++)
+            if (strcmp (tok, spec_words[i].word) == 0)
+                p = spec_words[i].profile;
+        if (p == SPEC_VERBOSE) {
             cfg->verbose = true;
             continue;
         }
-        if (strcmp (tok, "help") == 0) {
+        if (p == SPEC_HELP) {
             cfg->help = true;
             continue;
         }
-        if (strcmp (tok, "torch") == 0)
-            p = DIST_PROFILE_TORCH;
-        else if (strcmp (tok, "jax") == 0)
-            p = DIST_PROFILE_JAX;
-        else if (strcmp (tok, "tf") == 0)
-            p = DIST_PROFILE_TF;
-        else if (strcmp (tok, "off") == 0)
-            p = DIST_PROFILE_OFF;
-        else {
+        if (p < 0) {
             snprintf (err, errsz,
                       "--dist-train: unknown SPEC token '%.64s'; valid: "
                       "torch, jax, tf, off, verbose, bind=..., visible=..., help "
                       "(comma-separated)", tok);
             return -1;
         }
-        if (profile_seen && p != cfg->profile) {
+        if (profile_seen && (enum dist_profile) p != cfg->profile) {
             snprintf (err, errsz,
                       "--dist-train: SPEC '%.128s' names two profiles; give one of torch, jax, tf, off",
                       spec);
             return -1;
         }
         profile_seen = true;
-        cfg->profile = p;
+        cfg->profile = (enum dist_profile) p;
     }
     return 0;
 }
@@ -260,10 +312,88 @@ static int parse_ifname (struct dist_config *cfg, const char *val,
     return 0;
 }
 
+/* Plugstack keys: each parses its value. */
+static int arg_port_range (struct dist_config *cfg, const char *arg, const char *val, char *err,
+                           size_t errsz)
+{
+    (void) arg;
+    return parse_port_range (cfg, val, err, errsz);
+}
+
+static int arg_ifname (struct dist_config *cfg, const char *arg, const char *val, char *err,
+                       size_t errsz)
+{
+    (void) arg;
+    return parse_ifname (cfg, val, err, errsz);
+}
+
+static int arg_bind (struct dist_config *cfg, const char *arg, const char *val, char *err,
+                     size_t errsz)
+{
+    (void) arg;
+    if (parse_bind (val, &cfg->bind_site) == 0)
+        return 0;
+    snprintf (err, errsz, "bind=%.32s: expected auto, gpu, cpu or none", val);
+    return -1;
+}
+
+static int arg_visible (struct dist_config *cfg, const char *arg, const char *val, char *err,
+                        size_t errsz)
+{
+    (void) arg;
+    if (parse_visible (val, &cfg->visible_own) == 0)
+        return 0;
+    snprintf (err, errsz, "visible=%.32s: expected all or own", val);
+    return -1;
+}
+
+static int arg_fail_fast (struct dist_config *cfg, const char *arg, const char *val, char *err,
+                          size_t errsz)
+{
+    (void) arg;
+    if (parse_on_off (val, &cfg->fail_fast_site) == 0)
+        return 0;
+    snprintf (err, errsz, "fail_fast=%.32s: expected on or off", val);
+    return -1;
+}
+
+static int arg_nic (struct dist_config *cfg, const char *arg, const char *val, char *err,
+                    size_t errsz)
+{
+    (void) arg;
+    if (strcmp (val, "auto") == 0 || strcmp (val, "off") == 0) {
+        cfg->nic_auto = strcmp (val, "auto") == 0;
+        return 0;
+    }
+    snprintf (err, errsz, "nic=%.32s: expected auto or off", val);
+    return -1;
+}
+
+static int arg_topology (struct dist_config *cfg, const char *arg, const char *val, char *err,
+                         size_t errsz)
+{
+    (void) arg;
+    if (val[0] == '/' && strlen (val) < sizeof (cfg->topology)) {
+        snprintf (cfg->topology, sizeof (cfg->topology), "%s", val);
+        return 0;
+    }
+    snprintf (err, errsz, "topology=%.64s: expected an absolute path to an hwloc XML "
+                          "file (lstopo --of xml), shorter than %zu characters",
+              val, sizeof (cfg->topology));
+    return -1;
+}
+
+static const struct setting plugstack_keys[] = {
+    { "port_range", arg_port_range }, { "ifname", arg_ifname }, { "bind", arg_bind },
+    { "visible", arg_visible },       { "nic", arg_nic },       { "topology", arg_topology },
+    { "fail_fast", arg_fail_fast },
+};
+
 int dist_config_parse_arg (struct dist_config *cfg, const char *arg,
                            char *err, size_t errsz)
 {
     const char *eq = strchr (arg, '=');
+    const struct setting *set;
     size_t klen;
 
     if (eq == NULL) {
@@ -272,49 +402,30 @@ int dist_config_parse_arg (struct dist_config *cfg, const char *arg,
         return -1;
     }
     klen = (size_t) (eq - arg);
-    if (klen == strlen ("port_range") && strncmp (arg, "port_range", klen) == 0)
-        return parse_port_range (cfg, eq + 1, err, errsz);
-    if (klen == strlen ("ifname") && strncmp (arg, "ifname", klen) == 0)
-        return parse_ifname (cfg, eq + 1, err, errsz);
-    if (klen == strlen ("bind") && strncmp (arg, "bind", klen) == 0) {
-        if (parse_bind (eq + 1, &cfg->bind_site) == 0)
-            return 0;
-        snprintf (err, errsz, "bind=%.32s: expected auto, gpu, cpu or none", eq + 1);
-        return -1;
-    }
-    if (klen == strlen ("visible") && strncmp (arg, "visible", klen) == 0) {
-        if (parse_visible (eq + 1, &cfg->visible_own) == 0)
-            return 0;
-        snprintf (err, errsz, "visible=%.32s: expected all or own", eq + 1);
-        return -1;
-    }
-    if (klen == strlen ("fail_fast") && strncmp (arg, "fail_fast", klen) == 0) {
-        if (parse_on_off (eq + 1, &cfg->fail_fast_site) == 0)
-            return 0;
-        snprintf (err, errsz, "fail_fast=%.32s: expected on or off", eq + 1);
-        return -1;
-    }
-    if (klen == strlen ("nic") && strncmp (arg, "nic", klen) == 0) {
-        if (strcmp (eq + 1, "auto") == 0 || strcmp (eq + 1, "off") == 0) {
-            cfg->nic_auto = strcmp (eq + 1, "auto") == 0;
-            return 0;
-        }
-        snprintf (err, errsz, "nic=%.32s: expected auto or off", eq + 1);
-        return -1;
-    }
-    if (klen == strlen ("topology") && strncmp (arg, "topology", klen) == 0) {
-        if (eq[1] == '/' && strlen (eq + 1) < sizeof (cfg->topology)) {
-            snprintf (cfg->topology, sizeof (cfg->topology), "%s", eq + 1);
-            return 0;
-        }
-        snprintf (err, errsz, "topology=%.64s: expected an absolute path to an hwloc XML "
-                              "file (lstopo --of xml), shorter than %zu characters",
-                  eq + 1, sizeof (cfg->topology));
-        return -1;
-    }
+    if ((set = find_setting (plugstack_keys, COUNT (plugstack_keys), arg, klen)) != NULL)
+        return set->parse (cfg, arg, eq + 1, err, errsz);
     snprintf (err, errsz, "unknown plugstack key '%.*s'; valid keys: %s",
               (int) (klen > 64 ? 64 : klen), arg, ARG_KEYS);
     return -1;
+}
+
+const char *dist_config_word (size_t i, enum dist_config_word_kind *kind)
+{
+    if (i < COUNT (spec_words)) {
+        *kind = DIST_WORD_SPEC;
+        return spec_words[i].word;
+    }
+    i -= COUNT (spec_words);
+    if (i < COUNT (spec_settings)) {
+        *kind = DIST_WORD_SPEC_SETTING;
+        return spec_settings[i].key;
+    }
+    i -= COUNT (spec_settings);
+    if (i < COUNT (plugstack_keys)) {
+        *kind = DIST_WORD_PLUGSTACK;
+        return plugstack_keys[i].key;
+    }
+    return NULL;
 }
 
 void dist_printable (char *text)

@@ -78,6 +78,16 @@ int dist_config_parse_arg (struct dist_config *cfg, const char *arg,
 /* Make a message safe for a log line: every byte below 0x20 and 0x7f (a
  * newline that would forge a line of slurmd's log, an escape sequence)
  * becomes '?'.  Applied to every message that repeats what a user gave. */
+/* The words the parsers accept, from their own tables: SPEC tokens (torch, verbose ...),
+ * SPEC settings (bind= ...) and plugstack keys (port_range= ...). Entry i, or NULL past the
+ * last; *kind says which. The man page's test checks each is documented. */
+enum dist_config_word_kind {
+    DIST_WORD_SPEC,
+    DIST_WORD_SPEC_SETTING,
+    DIST_WORD_PLUGSTACK,
+};
+const char *dist_config_word (size_t i, enum dist_config_word_kind *kind);
+
 void dist_printable (char *text);
 
 /* The text shown for --dist-train=help and in srun --help. */
