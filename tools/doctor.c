@@ -89,6 +89,19 @@ static const char *why (int err)
     }
 }
 
+/* A rank that failed on its own waits before it exits: under --dist-train's
+ * fail_fast, its exit would stop the step, rank 0 too, before rank 0 has
+ * printed the report that names it. */
+static int fail_late (long start_ms, const struct options *o)
+{
+    long until = start_ms + (long) (o->timeout_s * 1000) + 5000, left;
+
+    fflush (stderr);
+    while ((left = until - doctor_now_ms ()) > 0)
+        poll (NULL, 0, (int) left);
+    return 1;
+}
+
 /* The part every rank but 0 plays: connect, send, wait for the verdict. */
 static int run_peer (struct doctor_rank *self, const struct options *o, long start_ms)
 {
@@ -96,7 +109,8 @@ static int run_peer (struct doctor_rank *self, const struct options *o, long sta
     struct sockaddr_storage dst, src, local;
     socklen_t dstlen, llen = sizeof (local);
     long deadline = start_ms + (long) (o->timeout_s * 1000);
-    char msg[DOCTOR_MSG_MAX], answer[128], src_text[DOCTOR_NAME_MAX] = "?";
+    char msg[DOCTOR_MSG_MAX], answer[128];
+    char src_text[DOCTOR_NAME_MAX] = "NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME unset";
     struct pollfd p;
     size_t got = 0;
     int fd, err = 0, len;
@@ -119,7 +133,7 @@ static int run_peer (struct doctor_rank *self, const struct options *o, long sta
                    "GLOO_SOCKET_IFNAME) has no %s address here; set it to an interface that "
                    "reaches rank 0 (ip -br addr)\n",
                  self->rank, self->node, name, dst.ss_family == AF_INET6 ? "IPv6" : "IPv4");
-        return 1;
+        return fail_late (start_ms, o);
     }
     if (ifname != NULL)
         doctor_addr_text (&src, src_text, sizeof (src_text));
@@ -129,9 +143,9 @@ static int run_peer (struct doctor_rank *self, const struct options *o, long sta
                  P "rank %ld on %s: cannot reach rank 0 at %s:%s from %s (%s) within "
                    "%.0f s: %s\n",
                  self->rank, self->node, self->master_addr, self->master_port,
-                 self->ifname[0] ? self->ifname : "the default route", src_text, o->timeout_s,
-                 why (err));
-        return 1;
+                 self->ifname[0] ? self->ifname : "the interface the kernel picks", src_text,
+                 o->timeout_s, why (err));
+        return fail_late (start_ms, o);
     }
     self->connect_ms = doctor_now_ms () - start_ms;
     if (getsockname (fd, (struct sockaddr *) &local, &llen) == 0) {

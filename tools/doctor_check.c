@@ -22,18 +22,23 @@ static void problem (struct doctor_result *res, const char *fmt, ...)
     res->nproblems++;
 }
 
-/* Append ", x" to a bounded list, ending it with "..." once full. */
-static void list_add (char *list, size_t size, const char *item)
+/* Append sep and item to a bounded list, ending it with "..." once full. */
+static void list_join (char *list, size_t size, const char *sep, const char *item)
 {
     size_t len = strlen (list);
 
     if (len >= 3 && strcmp (list + len - 3, "...") == 0)
         return;
     if (len + strlen (item) + 6 >= size) {
-        snprintf (list + len, size - len, "%s...", len > 0 ? "," : "");
+        snprintf (list + len, size - len, "%s...", len > 0 ? sep : "");
         return;
     }
-    snprintf (list + len, size - len, "%s%s", len > 0 ? "," : "", item);
+    snprintf (list + len, size - len, "%s%s", len > 0 ? sep : "", item);
+}
+
+static void list_add (char *list, size_t size, const char *item)
+{
+    list_join (list, size, ",", item);
 }
 
 /* Add item unless the list has it already. */
@@ -130,7 +135,7 @@ static void check_same (struct doctor_result *res, const struct doctor_rank *rec
                 continue;
             snprintf (one, sizeof (one), "rank %ld on %s", recs[j].rank,
                       recs[j].node[0] ? recs[j].node : "?");
-            list_add (where, sizeof (where), one);
+            list_join (where, sizeof (where), ", ", one);
         }
         problem (res, "%s=%.64s (rank 0 has %.64s) on %s", name, mine[0] ? mine : "(unset)",
                  ref[0] ? ref : "(unset)", where);
@@ -183,7 +188,7 @@ static void check_ranks (struct doctor_result *res, const struct doctor_rank *re
         for (j = 0; j < n; j++)
             if (recs[j].rank == (long) i) {
                 who (&recs[j], one, sizeof (one));
-                list_add (where, sizeof (where), one);
+                list_join (where, sizeof (where), ", ", one);
             }
         problem (res, "rank %zu checked in %zu times: from %s; a script that sets RANK?", i,
                  count[i], where);
@@ -199,8 +204,10 @@ static void check_ranks (struct doctor_result *res, const struct doctor_rank *re
             if (nv == 0)
                 continue;
             ranges_text (v, nv, where, sizeof (where));
-            problem (res, "%s: rank%s %s never checked in", layout->node[node], nv > 1 ? "s" : "",
-                     where);
+            problem (res,
+                     "%s: rank%s %s never checked in (a rank that cannot reach rank 0 says why on "
+                     "its stderr)",
+                     layout->node[node], nv > 1 ? "s" : "", where);
         }
         free (v);
     } else {

@@ -191,7 +191,7 @@ int doctor_connect (const struct sockaddr_storage *dst, socklen_t dstlen,
         if (left <= 0)
             break;
         usleep ((useconds_t) (pause_ms < left ? pause_ms : left) * 1000);
-        if (pause_ms < 500)
+        if (pause_ms < 200)
             pause_ms *= 2;
     }
     *err = last;

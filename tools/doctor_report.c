@@ -16,9 +16,15 @@ static void verdict_text (const struct doctor_result *res, double timeout_s, cha
         snprintf (out, size, "ok: all %zu ranks on %zu nodes checked in, nothing wrong",
                   res->checked_in, nodes);
     else
-        snprintf (out, size, "FAILED: %zu problem%s; %zu of %ld ranks checked in within %.0f s",
+        snprintf (out, size, "FAILED: %zu problem%s; %zu tasks of %ld checked in within %.0f s",
                   res->nproblems, res->nproblems == 1 ? "" : "s", res->checked_in, res->world_size,
                   timeout_s);
+}
+
+/* "s" when a list of ranks ("0-3", "1,5") names more than one. */
+static const char *plural (const char *ranks)
+{
+    return ranks[strcspn (ranks, ",-")] != '\0' ? "s" : "";
 }
 
 void doctor_report_text (FILE *f, const struct doctor_result *res, double timeout_s)
@@ -29,14 +35,17 @@ void doctor_report_text (FILE *f, const struct doctor_result *res, double timeou
     for (i = 0; i < res->nnodes; i++) {
         const struct doctor_node_summary *s = &res->node[i];
         if (s->ranks[0] == '\0') {
-            fprintf (f, P "%s: no rank checked in%s%s%s\n", s->name,
-                     s->missing[0] ? " (expected ranks " : "", s->missing,
-                     s->missing[0] ? ")" : "");
+            if (s->missing[0] != '\0')
+                fprintf (f, P "%s: no rank checked in (expected rank%s %s)\n", s->name,
+                         plural (s->missing), s->missing);
+            else
+                fprintf (f, P "%s: no rank checked in\n", s->name);
             continue;
         }
-        fprintf (f, P "%s: ranks %s via %s %s, connected in <= %ld ms%s%s%s%s\n", s->name, s->ranks,
-                 s->ifnames[0] ? s->ifnames : "?", s->sources, s->max_connect_ms,
-                 s->missing[0] ? ", missing " : "", s->missing, s->note[0] ? "; " : "", s->note);
+        fprintf (f, P "%s: rank%s %s via %s %s, connected in <= %ld ms%s%s%s%s\n", s->name,
+                 plural (s->ranks), s->ranks, s->ifnames[0] ? s->ifnames : "?", s->sources,
+                 s->max_connect_ms, s->missing[0] ? ", missing " : "", s->missing,
+                 s->note[0] ? "; " : "", s->note);
     }
     for (i = 0; i < res->nproblems && i < DOCTOR_PROBLEMS_MAX; i++)
         fprintf (f, P "problem: %s\n", res->problem[i]);
