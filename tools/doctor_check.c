@@ -166,6 +166,7 @@ static void check_ranks (struct doctor_result *res, const struct doctor_rank *re
                          const struct doctor_layout *layout, size_t world)
 {
     size_t *count = calloc (world + 1, sizeof (*count)), i, j, node;
+    const char *hint;
     char where[DOCTOR_LINE_MAX], one[DOCTOR_NAME_MAX * 2];
 
     if (count == NULL) {
@@ -193,7 +194,10 @@ static void check_ranks (struct doctor_result *res, const struct doctor_rank *re
         problem (res, "rank %zu checked in %zu times: from %s; a script that sets RANK?", i,
                  count[i], where);
     }
-    /* missing ranks, grouped by the node that should run them */
+    /* missing ranks, grouped by the node that should run them; when as many
+     * tasks came as there are ranks, one of them claims another's rank */
+    hint = n >= world ? "every task checked in: one claims another's RANK"
+                      : "a rank that cannot reach rank 0 says why on its stderr";
     if (layout->nranks == world) {
         long *v = malloc (world * sizeof (*v));
         for (node = 0; v != NULL && node < layout->nnodes; node++) {
@@ -204,10 +208,8 @@ static void check_ranks (struct doctor_result *res, const struct doctor_rank *re
             if (nv == 0)
                 continue;
             ranges_text (v, nv, where, sizeof (where));
-            problem (res,
-                     "%s: rank%s %s never checked in (a rank that cannot reach rank 0 says why on "
-                     "its stderr)",
-                     layout->node[node], nv > 1 ? "s" : "", where);
+            problem (res, "%s: rank%s %s never checked in (%s)", layout->node[node],
+                     nv > 1 ? "s" : "", where, hint);
         }
         free (v);
     } else {
