@@ -39,7 +39,7 @@ static int expand_bracket (const char *prefix, size_t plen, const char *ranges, 
             (*n)++;
         }
         p = stop;
-        if (p < end && *p++ != ',')
+        if (p < end && (*p++ != ',' || p == end))
             return -1;
     }
     return 0;
@@ -115,6 +115,9 @@ int doctor_layout_build (const char *nodelist, const char *tasks_per_node, const
     ncounts = dist_tasks_per_node_parse (tasks_per_node, counts, DOCTOR_NODES_MAX);
     if (nnodes <= 0 || ncounts != nnodes)
         goto fail;
+    /* (the names go into the report: the environment is the user's) */
+    for (i = 0; i < (size_t) nnodes; i++)
+        doctor_printable (out->node[i], DOCTOR_NAME_MAX, out->node[i]);
     for (i = 0; i < (size_t) nnodes; i++)
         total += counts[i];
     if (total == 0 || total > DOCTOR_RANKS_MAX)
