@@ -69,8 +69,8 @@ static int parse_options (int argc, char **argv, struct options *o)
     return 0;
 }
 
-/* Why a connection failed, in the user's words, with what to check. */
-static const char *why (int err)
+/* Why a connection to addr failed, in the user's words, with what to check. */
+static const char *why (int err, const char *addr, char *buf, size_t size)
 {
     switch (err) {
     case 0:
@@ -82,8 +82,11 @@ static const char *why (int err)
     case EHOSTUNREACH:
     case ENETUNREACH:
     case EINVAL: /* what connect() says through a blackhole route */
-        return "no route to rank 0's address (an unreachable or blackhole route?); check "
-               "'ip route get MASTER_ADDR' on this node";
+        snprintf (buf, size,
+                  "no route to rank 0's address (an unreachable or blackhole route?); check "
+                  "'ip route get %s' on this node",
+                  addr);
+        return buf;
     default:
         return strerror (err);
     }
@@ -109,7 +112,7 @@ static int run_peer (struct doctor_rank *self, const struct options *o, long sta
     struct sockaddr_storage dst, src, local;
     socklen_t dstlen, llen = sizeof (local);
     long deadline = start_ms + (long) (o->timeout_s * 1000);
-    char msg[DOCTOR_MSG_MAX], answer[128];
+    char msg[DOCTOR_MSG_MAX], answer[128], reason[DOCTOR_LINE_MAX];
     char src_text[DOCTOR_NAME_MAX] = "NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME unset";
     struct pollfd p;
     size_t got = 0;
@@ -144,7 +147,7 @@ static int run_peer (struct doctor_rank *self, const struct options *o, long sta
                    "%.0f s: %s\n",
                  self->rank, self->node, self->master_addr, self->master_port,
                  self->ifname[0] ? self->ifname : "the interface the kernel picks", src_text,
-                 o->timeout_s, why (err));
+                 o->timeout_s, why (err, self->master_addr, reason, sizeof (reason)));
         return fail_late (start_ms, o);
     }
     self->connect_ms = doctor_now_ms () - start_ms;

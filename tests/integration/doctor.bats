@@ -70,9 +70,19 @@ assert r["problems"] == [], r' "$json"
     [[ $output == *"problem: node3: ranks 4-5 never checked in"* ]]
     [[ $output == *"dist-train-doctor: FAILED: 1 problem; 4 tasks of 6 checked in within 5 s"* ]]
     # node3's own lines, on its stderr
-    [[ $output == *"rank 4 on node3: cannot reach rank 0 at $BLACKHOLE:"*"no route to rank 0's address"* ]]
+    [[ $output == *"rank 4 on node3: cannot reach rank 0 at $BLACKHOLE:"*"no route to rank 0's address"*"ip route get $BLACKHOLE"* ]]
     [[ $output == *"rank 5 on node3: cannot reach rank 0"* ]]
     ((took < 20))
+}
+
+@test "an interface without an address: each rank says so, rank 0 names the nodes" {
+    # (an interface the user chose: the plugin keeps it)
+    NCCL_SOCKET_IFNAME=nosuch0 run timeout 60 srun --dist-train -N2 --ntasks-per-node=1 \
+        "$DOCTOR" --timeout 3
+    echo "$output"
+    [ "$status" -ne 0 ]
+    [[ $output == *"rank 1 on node2: the interface nosuch0 (NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME) has no IPv4 address here"* ]]
+    [[ $output == *"problem: node2: rank 1 never checked in"* ]]
 }
 
 @test "MASTER_PORT taken on rank 0's node: named, with the fix" {
