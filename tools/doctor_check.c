@@ -104,13 +104,15 @@ static void who (const struct doctor_rank *r, char *out, size_t size)
         snprintf (out, size, "%s", r->node[0] ? r->node : "?");
 }
 
+#define SAME_VALUES_MAX 8
+
 /* One value for every rank: the others are named with their nodes. */
 static void check_same (struct doctor_result *res, const struct doctor_rank *recs, size_t n,
                         const char *name, const char *(*get) (const struct doctor_rank *, char *) )
 {
-    char ref[DOCTOR_LIST_MAX], val[DOCTOR_LIST_MAX], seen[DOCTOR_LINE_MAX] = "";
+    char ref[DOCTOR_LIST_MAX], val[DOCTOR_LIST_MAX], seen[SAME_VALUES_MAX * 104 + 1] = "";
     char where[DOCTOR_LINE_MAX], one[DOCTOR_NAME_MAX * 2];
-    size_t i, j;
+    size_t i, j, values = 0;
 
     snprintf (ref, sizeof (ref), "%s", get (&recs[0], val));
     for (i = 1; i < n; i++) {
@@ -124,6 +126,11 @@ static void check_same (struct doctor_result *res, const struct doctor_rank *rec
             snprintf (key, sizeof (key), "|%.100s|", mine);
             if (strstr (seen, key) != NULL)
                 continue;
+            /* (a few values say enough, and keep this linear in the ranks) */
+            if (++values > SAME_VALUES_MAX) {
+                problem (res, "%s: more values than these on other ranks", name);
+                return;
+            }
             if (strlen (seen) + strlen (key) < sizeof (seen))
                 strcat (seen, key);
         }
@@ -361,6 +368,7 @@ int doctor_check (const struct doctor_rank *recs, size_t n, const struct doctor_
                   struct doctor_result *out)
 {
     size_t world, i, *idx = NULL;
+    bool *present;
 
     memset (out, 0, sizeof (*out));
     out->world_size = recs[0].world_size;
@@ -373,11 +381,19 @@ int doctor_check (const struct doctor_rank *recs, size_t n, const struct doctor_
     check_same (out, recs, n, "MASTER_ADDR", get_addr);
     check_same (out, recs, n, "MASTER_PORT", get_port);
 
+    /* which ranks came, for the nodes' lines */
+    present = calloc (world, sizeof (*present));
+    if (present == NULL)
+        return -1;
+    for (i = 0; i < n; i++)
+        if (recs[i].rank >= 0 && (size_t) recs[i].rank < world)
+            present[recs[i].rank] = true;
     /* nodes: the layout's, in order, then any other a rank named */
     out->node = calloc (layout->nnodes + n, sizeof (*out->node));
     idx = calloc (n, sizeof (*idx));
     if (out->node == NULL || idx == NULL) {
         free (idx);
+        free (present);
         return -1;
     }
     for (i = 0; i < layout->nnodes; i++)
@@ -397,21 +413,16 @@ int doctor_check (const struct doctor_rank *recs, size_t n, const struct doctor_
         if (nd < layout->nnodes && layout->nranks == world) {
             long *v = malloc (world * sizeof (*v));
             size_t nv = 0;
-            for (size_t r = 0; v != NULL && r < world; r++) {
-                bool seen = false;
-                if (layout->node_of_rank[r] != nd)
-                    continue;
-                for (i = 0; i < n && !seen; i++)
-                    seen = recs[i].rank == (long) r;
-                if (!seen)
+            for (size_t r = 0; v != NULL && r < world; r++)
+                if (layout->node_of_rank[r] == nd && !present[r])
                     v[nv++] = (long) r;
-            }
             if (v != NULL)
                 ranges_text (v, nv, sum->missing, sizeof (sum->missing));
             free (v);
         }
     }
     free (idx);
+    free (present);
     return 0;
 }
 
