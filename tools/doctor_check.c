@@ -305,7 +305,13 @@ static void check_node (struct doctor_result *res, struct doctor_node_summary *s
 
     for (i = 0; i < k; i++)
         for (j = i + 1; j < k; j++) {
-            const struct doctor_rank *a = &recs[idx[i]], *b = &recs[idx[j]];
+            const struct doctor_rank *a = &recs[idx[i]], *b = &recs[idx[j]], *t;
+            /* the lower rank first, whatever order they came in */
+            if (a->rank > b->rank) {
+                t = a;
+                a = b;
+                b = t;
+            }
             if (a->local_rank >= 0 && a->local_rank == b->local_rank)
                 problem (res, "%s: ranks %ld and %ld both have LOCAL_RANK=%ld", sum->name, a->rank,
                          b->rank, a->local_rank);

@@ -7,17 +7,22 @@ load helpers/common
 
 DOCTOR="$TOP/tools/dist-train-doctor"
 
+# 3 nodes of 2 CPUs and 4 placeholder GPUs (see bind.bats): the plugin binds
+# each rank, so the GPU and CPU checks see a real plan.
 setup_file() {
     [[ -x $DOCTOR ]] || { echo "build first: $DOCTOR is missing" >&2; return 1; }
-    cluster_start 3
+    "$MINICLUSTER" stop >/dev/null 2>&1 || true
+    gpu_cluster_plugstack 3 "topology=$GPU_XML"
 }
 
 teardown_file() {
     cluster_stop
+    rm -f /run/slurm-dist-train/site-topology-node[123].xml
 }
 
 setup() {
     cd "$TOP"
+    eval "$("$MINICLUSTER" env)"
     BLACKHOLE=''
     HOLDER=''
 }
@@ -55,6 +60,30 @@ r = json.loads(sys.argv[1])
 assert r["ok"] is True and r["world_size"] == 6 and r["checked_in"] == 6, r
 assert [n["name"] for n in r["nodes"]] == ["node1", "node2", "node3"], r
 assert r["problems"] == [], r' "$json"
+}
+
+@test "GPUs: bound by the plugin, healthy; one GPU for every rank, named" {
+    run timeout 60 srun --dist-train -N2 --ntasks-per-node=2 --gres=gpu:4 "$DOCTOR" --timeout 5
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ $output == *"dist-train-doctor: ok: all 4 ranks on 2 nodes checked in"* ]]
+    # a script that pins every rank to the first GPU
+    run timeout 60 srun --dist-train -N2 --ntasks-per-node=2 --gres=gpu:4 bash -c \
+        'export CUDA_VISIBLE_DEVICES=0; unset DIST_TRAIN_GPUS; exec "$0" --timeout 5' "$DOCTOR"
+    echo "$output"
+    [ "$status" -ne 0 ]
+    [[ $output == *"problem: node1: ranks 0 and 1 both use GPU 0"* ]]
+    [[ $output == *"problem: node2: ranks 2 and 3 both use GPU 0"* ]]
+}
+
+@test "CPUs: a rank that widens its affinity over its neighbour's is named" {
+    run timeout 60 srun --dist-train -N2 --ntasks-per-node=2 --gres=gpu:4 bash -c \
+        'if [ "$SLURM_PROCID" = 3 ]; then exec taskset -c 0-1 "$0" --timeout 5; fi
+         exec "$0" --timeout 5' "$DOCTOR"
+    echo "$output"
+    [ "$status" -ne 0 ]
+    [[ $output == *"problem: node2: ranks 2 and 3 are bound to overlapping CPUs (0 and 0-1)"* ]]
+    [[ $output == *"FAILED: 1 problem; 4 tasks of 4"* ]]
 }
 
 @test "a node black-holed from rank 0: the report names it, and it says why" {
