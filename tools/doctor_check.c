@@ -201,6 +201,14 @@ static void check_ranks (struct doctor_result *res, const struct doctor_rank *re
         problem (res, "rank %zu checked in %zu times: from %s; a script that sets RANK?", i,
                  count[i], where);
     }
+    /* a rank that came once, from another node than Slurm's layout says */
+    for (i = 0; layout->nranks == world && i < n; i++)
+        if (recs[i].rank >= 0 && (size_t) recs[i].rank < world && count[recs[i].rank] == 1
+            && strcmp (recs[i].node, layout->node[layout->node_of_rank[recs[i].rank]]) != 0) {
+            who (&recs[i], one, sizeof (one));
+            problem (res, "rank %ld checked in from %s, but Slurm's layout puts it on %s",
+                     recs[i].rank, one, layout->node[layout->node_of_rank[recs[i].rank]]);
+        }
     /* missing ranks, grouped by the node that should run them; when as many
      * tasks came as there are ranks, one of them claims another's rank */
     hint = n >= world ? "every task checked in: one claims another's RANK"

@@ -17,8 +17,8 @@ struct peer {
     size_t len;
     bool done, valid;
     char addr[DOCTOR_NAME_MAX];
-    char *buf; /* DOCTOR_MSG_MAX bytes */
-    struct doctor_rank rec;
+    char *buf; /* DOCTOR_MSG_MAX bytes until the message is read */
+    struct doctor_rank *rec; /* then what it said (a few KiB: only for real ranks) */
 };
 
 /* One fd per rank: raise the soft limit to the hard one for big steps. */
@@ -69,9 +69,15 @@ static void read_peer (struct peer *p)
         }
         p->len += (size_t) n;
         if (p->len >= 4 && memcmp (p->buf + p->len - 4, "end\n", 4) == 0
-            && doctor_wire_decode (p->buf, p->len, &p->rec) == 0) {
-            p->done = p->valid = true;
-            return;
+            && (p->rec = malloc (sizeof (*p->rec))) != NULL) {
+            if (doctor_wire_decode (p->buf, p->len, p->rec) == 0) {
+                p->done = p->valid = true;
+                free (p->buf);
+                p->buf = NULL;
+                return;
+            }
+            free (p->rec);
+            p->rec = NULL;
         }
         if (p->len == DOCTOR_MSG_MAX)
             p->done = true;
@@ -153,20 +159,24 @@ int doctor_serve (int lfd, const struct doctor_rank *self, const struct doctor_l
     size_t world = self->world_size > 0 ? (size_t) self->world_size : 1;
     size_t max = world + 64, npeers = 0, nrecs = 1, i;
     struct peer *peers = calloc (max, sizeof (*peers));
-    struct doctor_rank *recs = calloc (max + 1, sizeof (*recs));
+    struct doctor_rank *recs = NULL;
     struct doctor_result res;
     int rc = 1;
 
-    if (peers == NULL || recs == NULL) {
+    if (peers == NULL) {
         fprintf (stderr, DOCTOR_PROGRAM ": out of memory for %zu ranks\n", world);
         goto out;
     }
     raise_fd_limit ();
     gather (lfd, peers, &npeers, max, world - 1, deadline_ms);
+    if ((recs = calloc (npeers + 1, sizeof (*recs))) == NULL) {
+        fprintf (stderr, DOCTOR_PROGRAM ": out of memory for %zu ranks\n", npeers + 1);
+        goto out;
+    }
     recs[0] = *self;
     for (i = 0; i < npeers; i++)
         if (peers[i].valid)
-            recs[nrecs++] = peers[i].rec;
+            recs[nrecs++] = *peers[i].rec;
     if (doctor_check (recs, nrecs, layout, &res) < 0) {
         fprintf (stderr, DOCTOR_PROGRAM ": out of memory checking %zu ranks\n", nrecs);
         goto out;
@@ -193,8 +203,10 @@ out:
     close (lfd);
     if (peers != NULL)
         answer_all (peers, npeers, rc == 0);
-    for (i = 0; peers != NULL && i < npeers; i++)
+    for (i = 0; peers != NULL && i < npeers; i++) {
         free (peers[i].buf);
+        free (peers[i].rec);
+    }
     free (peers);
     free (recs);
     return rc;

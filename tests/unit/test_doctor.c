@@ -154,6 +154,23 @@ static void test_check_rank_twice (void **state)
     doctor_layout_free (&l);
 }
 
+static void test_check_wrong_node (void **state)
+{
+    struct doctor_rank recs[4];
+    struct doctor_layout l;
+    struct doctor_result res;
+
+    four_ranks (recs, &l);
+    strcpy (recs[3].node, "node9");
+    assert_int_equal (doctor_check (recs, 4, &l, &res), 0);
+    assert_false (doctor_result_ok (&res));
+    assert_true (has_problem (&res, "rank 3 checked in from node9 (task 3), but Slurm's layout "
+                                    "puts it on node2"));
+    assert_int_equal (res.nnodes, 3);
+    doctor_result_free (&res);
+    doctor_layout_free (&l);
+}
+
 static void test_check_missing_node (void **state)
 {
     struct doctor_rank recs[4];
@@ -254,6 +271,7 @@ int main (void)
         cmocka_unit_test (test_check_healthy),
         cmocka_unit_test (test_check_rank_twice),
         cmocka_unit_test (test_check_missing_node),
+        cmocka_unit_test (test_check_wrong_node),
         cmocka_unit_test (test_check_disagreements),
         cmocka_unit_test (test_check_planned_share),
         cmocka_unit_test (test_report_fits),
