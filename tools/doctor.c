@@ -125,6 +125,11 @@ static int run_peer (struct doctor_rank *self, const struct options *o, long sta
                  self->rank, self->node, self->master_addr, self->master_port);
         return EXIT_SETUP;
     }
+    /* NCCL's "^name" excludes interfaces and lets the routes choose: so do we */
+    if (ifname != NULL && ifname[0] == '^') {
+        ifname = NULL;
+        snprintf (src_text, sizeof (src_text), "NCCL_SOCKET_IFNAME excludes, the routes choose");
+    }
     if (ifname != NULL
         && doctor_interface_address (ifname, dst.ss_family, &src, self->ifname,
                                      sizeof (self->ifname))
@@ -225,7 +230,7 @@ static int run_rank0 (struct doctor_rank *self, const struct options *o, long st
         return EXIT_SETUP;
     }
     doctor_addr_text (&ss, self->source, sizeof (self->source));
-    if (ifname != NULL)
+    if (ifname != NULL && ifname[0] != '^')
         doctor_printable (self->ifname, sizeof (self->ifname), ifname);
     else
         doctor_interface_of (&ss, self->ifname, sizeof (self->ifname));

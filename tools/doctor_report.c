@@ -13,8 +13,8 @@ static void verdict_text (const struct doctor_result *res, double timeout_s, cha
     for (size_t i = 0; i < res->nnodes; i++)
         nodes += res->node[i].ranks[0] != '\0';
     if (doctor_result_ok (res))
-        snprintf (out, size, "ok: all %zu ranks on %zu nodes checked in, nothing wrong",
-                  res->checked_in, nodes);
+        snprintf (out, size, "ok: all %zu rank%s on %zu node%s checked in, nothing wrong",
+                  res->checked_in, res->checked_in == 1 ? "" : "s", nodes, nodes == 1 ? "" : "s");
     else
         snprintf (out, size, "FAILED: %zu problem%s; %zu tasks of %ld checked in within %.0f s",
                   res->nproblems, res->nproblems == 1 ? "" : "s", res->checked_in, res->world_size,
