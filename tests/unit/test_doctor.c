@@ -1,0 +1,280 @@
+/* test_doctor.c - dist-train-doctor's pure parts: the hostlist expander,
+ * the wire format against hostile input, the checks over rank records, and
+ * the report's size for a big healthy step. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "tools/doctor.h"
+
+static void test_hostlist (void **state)
+{
+    char names[16][DOCTOR_NAME_MAX];
+
+    assert_int_equal (doctor_hostlist_expand ("node[1-3],login1", names, 16), 4);
+    assert_string_equal (names[0], "node1");
+    assert_string_equal (names[2], "node3");
+    assert_string_equal (names[3], "login1");
+    assert_int_equal (doctor_hostlist_expand ("gpu[07-09,11]x", names, 16), 4);
+    assert_string_equal (names[0], "gpu07x");
+    assert_string_equal (names[3], "gpu11x");
+    assert_int_equal (doctor_hostlist_expand ("a", names, 16), 1);
+}
+
+static void test_hostlist_bad (void **state)
+{
+    char names[4][DOCTOR_NAME_MAX];
+    const char *bad[] = {"",   "n[1-", "n[3-1]",   "n]",    "n[1-5]", "a,",
+                         ",a", "n[a]", "n[1]x[2]", "n[1,]", "n[-1]"};
+    size_t i;
+
+    assert_int_equal (doctor_hostlist_expand (NULL, names, 4), -1);
+    for (i = 0; i < sizeof (bad) / sizeof (bad[0]); i++)
+        assert_int_equal (doctor_hostlist_expand (bad[i], names, 4), -1);
+}
+
+static void test_layout (void **state)
+{
+    struct doctor_layout l;
+
+    assert_int_equal (doctor_layout_build ("node[1-3]", "2(x3)", NULL, NULL, &l), 0);
+    assert_int_equal (l.nnodes, 3);
+    assert_int_equal (l.nranks, 6);
+    assert_int_equal (l.node_of_rank[2], 1);
+    assert_int_equal (l.node_of_rank[5], 2);
+    doctor_layout_free (&l);
+    assert_int_equal (doctor_layout_build ("node[1-2]", "2(x3)", NULL, NULL, &l), -1);
+    assert_int_equal (doctor_layout_build ("node[1-2]", "2,1", "cyclic", NULL, &l), 0);
+    assert_int_equal (l.node_of_rank[1], 1);
+    doctor_layout_free (&l);
+}
+
+static void healthy (struct doctor_rank *r, long rank, const char *node, long local)
+{
+    memset (r, 0, sizeof (*r));
+    r->procid = r->rank = rank;
+    r->local_rank = local;
+    r->world_size = 4;
+    r->local_world_size = 2;
+    r->group_rank = rank / 2;
+    r->connect_ms = 3;
+    snprintf (r->node, sizeof (r->node), "%s", node);
+    strcpy (r->ifname, "eth0");
+    strcpy (r->source, "10.0.0.1");
+    strcpy (r->master_addr, "10.0.0.1");
+    strcpy (r->master_port, "29500");
+    strcpy (r->visible, "0,1");
+    snprintf (r->cpus, sizeof (r->cpus), "%ld", local);
+}
+
+static void test_wire_roundtrip (void **state)
+{
+    struct doctor_rank a, b;
+    char buf[DOCTOR_MSG_MAX];
+    int len;
+
+    healthy (&a, 3, "node2", 1);
+    len = doctor_wire_encode (&a, buf, sizeof (buf));
+    assert_true (len > 0);
+    assert_int_equal (doctor_wire_decode (buf, (size_t) len, &b), 0);
+    assert_memory_equal (&a, &b, sizeof (a));
+}
+
+static void test_wire_hostile (void **state)
+{
+    struct doctor_rank r;
+    const char *msg = "dist-train-doctor 1\nrank=-3\nworld_size=99999999999999\n"
+                      "node=a\033[2Jb%n\nunknown=1\nend\n";
+    char big[DOCTOR_MSG_MAX];
+
+    assert_int_equal (doctor_wire_decode (msg, strlen (msg), &r), 0);
+    assert_int_equal (r.rank, -1);
+    assert_int_equal (r.world_size, -1);
+    assert_string_equal (r.node, "a?[2Jb%n");
+    assert_int_equal (doctor_wire_decode ("GET / HTTP/1.0\n", 15, &r), -1);
+    assert_int_equal (doctor_wire_decode ("dist-train-doctor 1\nrank=1\n", 27, &r), -1);
+    /* one endless line: cut, never overrun */
+    memset (big, 'x', sizeof (big));
+    memcpy (big, "dist-train-doctor 1\nnode=", 25);
+    big[sizeof (big) - 1] = '\n';
+    assert_int_equal (doctor_wire_decode (big, sizeof (big), &r), -1);
+}
+
+static void four_ranks (struct doctor_rank *recs, struct doctor_layout *l)
+{
+    healthy (&recs[0], 0, "node1", 0);
+    healthy (&recs[1], 1, "node1", 1);
+    healthy (&recs[2], 2, "node2", 0);
+    healthy (&recs[3], 3, "node2", 1);
+    assert_int_equal (doctor_layout_build ("node[1-2]", "2(x2)", NULL, NULL, l), 0);
+}
+
+static void test_check_healthy (void **state)
+{
+    struct doctor_rank recs[4];
+    struct doctor_layout l;
+    struct doctor_result res;
+
+    four_ranks (recs, &l);
+    assert_int_equal (doctor_check (recs, 4, &l, &res), 0);
+    assert_true (doctor_result_ok (&res));
+    assert_int_equal (res.nnodes, 2);
+    assert_string_equal (res.node[1].ranks, "2-3");
+    assert_string_equal (res.node[1].ifnames, "eth0");
+    doctor_result_free (&res);
+    doctor_layout_free (&l);
+}
+
+static bool has_problem (const struct doctor_result *res, const char *part)
+{
+    for (size_t i = 0; i < res->nproblems && i < DOCTOR_PROBLEMS_MAX; i++)
+        if (strstr (res->problem[i], part) != NULL)
+            return true;
+    return false;
+}
+
+static void test_check_rank_twice (void **state)
+{
+    struct doctor_rank recs[4];
+    struct doctor_layout l;
+    struct doctor_result res;
+
+    four_ranks (recs, &l);
+    recs[2].rank = 1; /* task 2 exported RANK=1 */
+    assert_int_equal (doctor_check (recs, 4, &l, &res), 0);
+    assert_false (doctor_result_ok (&res));
+    assert_true (has_problem (&res, "rank 1 checked in 2 times: from node1 (task 1), node2 "
+                                    "(task 2)"));
+    assert_true (has_problem (&res, "node2: rank 2 never checked in"));
+    doctor_result_free (&res);
+    doctor_layout_free (&l);
+}
+
+static void test_check_wrong_node (void **state)
+{
+    struct doctor_rank recs[4];
+    struct doctor_layout l;
+    struct doctor_result res;
+
+    four_ranks (recs, &l);
+    strcpy (recs[3].node, "node9");
+    assert_int_equal (doctor_check (recs, 4, &l, &res), 0);
+    assert_false (doctor_result_ok (&res));
+    assert_true (has_problem (&res, "rank 3 checked in from node9 (task 3), but Slurm's layout "
+                                    "puts it on node2"));
+    assert_int_equal (res.nnodes, 3);
+    doctor_result_free (&res);
+    doctor_layout_free (&l);
+}
+
+static void test_check_missing_node (void **state)
+{
+    struct doctor_rank recs[4];
+    struct doctor_layout l;
+    struct doctor_result res;
+
+    four_ranks (recs, &l);
+    assert_int_equal (doctor_check (recs, 2, &l, &res), 0);
+    assert_false (doctor_result_ok (&res));
+    assert_true (has_problem (&res, "node2: ranks 2-3 never checked in"));
+    assert_string_equal (res.node[1].missing, "2-3");
+    doctor_result_free (&res);
+    doctor_layout_free (&l);
+}
+
+static void test_check_disagreements (void **state)
+{
+    struct doctor_rank recs[4];
+    struct doctor_layout l;
+    struct doctor_result res;
+
+    four_ranks (recs, &l);
+    recs[3].world_size = 5;
+    strcpy (recs[3].master_port, "29501");
+    recs[3].local_rank = 0; /* twice on node2 */
+    strcpy (recs[1].visible, "0"); /* both ranks of node1 on GPU 0 */
+    strcpy (recs[2].cpus, "0-3"); /* node2: 0-3 and 1-2 overlap */
+    strcpy (recs[3].cpus, "1-2");
+    assert_int_equal (doctor_check (recs, 4, &l, &res), 0);
+    assert_true (has_problem (&res, "WORLD_SIZE=5 (rank 0 has 4) on rank 3 on node2"));
+    assert_true (has_problem (&res, "MASTER_PORT=29501 (rank 0 has 29500) on rank 3 on node2"));
+    assert_true (has_problem (&res, "node2: ranks 2 and 3 both have LOCAL_RANK=0"));
+    assert_true (has_problem (&res, "node1: ranks 0 and 1 both use GPU 0"));
+    assert_true (has_problem (&res, "node2: ranks 2 and 3 are bound to overlapping CPUs"));
+    doctor_result_free (&res);
+    doctor_layout_free (&l);
+}
+
+static void test_check_planned_share (void **state)
+{
+    struct doctor_rank recs[4];
+    struct doctor_layout l;
+    struct doctor_result res;
+
+    four_ranks (recs, &l);
+    /* more ranks than GPUs: the plugin's plan puts two ranks on one GPU */
+    for (int i = 0; i < 4; i++)
+        strcpy (recs[i].gpus, "0000:3b:00.0");
+    assert_int_equal (doctor_check (recs, 4, &l, &res), 0);
+    assert_true (doctor_result_ok (&res));
+    assert_non_null (strstr (res.node[0].note, "GPUs shared as planned"));
+    doctor_result_free (&res);
+    doctor_layout_free (&l);
+}
+
+/* 512 healthy ranks on 64 nodes: 64 node lines and the verdict. */
+static void test_report_fits (void **state)
+{
+    struct doctor_rank *recs = calloc (512, sizeof (*recs));
+    struct doctor_layout l;
+    struct doctor_result res;
+    char *text = NULL, node[32];
+    size_t size = 0, lines = 0;
+    FILE *f;
+
+    assert_non_null (recs);
+    for (long r = 0; r < 512; r++) {
+        snprintf (node, sizeof (node), "gpu%02ld", r / 8 + 1);
+        healthy (&recs[r], r, node, r % 8);
+        recs[r].world_size = 512;
+        snprintf (recs[r].visible, sizeof (recs[r].visible), "0,1,2,3,4,5,6,7");
+    }
+    assert_int_equal (doctor_layout_build ("gpu[01-64]", "8(x64)", NULL, NULL, &l), 0);
+    assert_int_equal (doctor_check (recs, 512, &l, &res), 0);
+    assert_true (doctor_result_ok (&res));
+    f = open_memstream (&text, &size);
+    doctor_report_text (f, &res, 20);
+    fclose (f);
+    for (char *p = text; *p; p++)
+        lines += *p == '\n';
+    assert_int_equal (lines, 65);
+    assert_non_null (strstr (text, "dist-train-doctor: gpu64: ranks 504-511 via eth0 10.0.0.1"));
+    assert_non_null (strstr (text, "ok: all 512 ranks on 64 nodes checked in"));
+    free (text);
+    doctor_result_free (&res);
+    doctor_layout_free (&l);
+    free (recs);
+}
+
+int main (void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test (test_hostlist),
+        cmocka_unit_test (test_hostlist_bad),
+        cmocka_unit_test (test_layout),
+        cmocka_unit_test (test_wire_roundtrip),
+        cmocka_unit_test (test_wire_hostile),
+        cmocka_unit_test (test_check_healthy),
+        cmocka_unit_test (test_check_rank_twice),
+        cmocka_unit_test (test_check_missing_node),
+        cmocka_unit_test (test_check_wrong_node),
+        cmocka_unit_test (test_check_disagreements),
+        cmocka_unit_test (test_check_planned_share),
+        cmocka_unit_test (test_report_fits),
+    };
+    return cmocka_run_group_tests (tests, NULL, NULL);
+}

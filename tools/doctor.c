@@ -1,0 +1,272 @@
+/* doctor.c - dist-train-doctor: run in place of the training program, it
+ * checks that every rank of the step can reach rank 0 the way PyTorch will
+ * (MASTER_ADDR:MASTER_PORT, from NCCL_SOCKET_IFNAME's interface) and that
+ * the ranks' environments agree; rank 0 prints one report.
+ *
+ *   srun --dist-train -N64 --ntasks-per-node=8 dist-train-doctor [--timeout S] [--json]
+ *        [--then CMD ARGS...]
+ *
+ * Only the environment contract and plain TCP: no PMIx, no Slurm library.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "doctor.h"
+#include "doctor_facts.h"
+#include "doctor_net.h"
+#include "doctor_serve.h"
+
+#define P DOCTOR_PROGRAM ": "
+#define EXIT_SETUP 2 /* the doctor could not run at all */
+
+struct options {
+    double timeout_s;
+    bool json;
+    char **then; /* argv of the command to exec after a healthy check */
+};
+
+static void usage (FILE *f)
+{
+    fprintf (f, "usage: " DOCTOR_PROGRAM " [--timeout S] [--json] [--then CMD ARGS...]\n"
+                "  run it in place of the training program: srun --dist-train ... " DOCTOR_PROGRAM
+                "\n");
+}
+
+static int parse_options (int argc, char **argv, struct options *o)
+{
+    char *end;
+    int i;
+
+    o->timeout_s = 20;
+    o->json = false;
+    o->then = NULL;
+    for (i = 1; i < argc; i++) {
+        if (strcmp (argv[i], "--json") == 0)
+            o->json = true;
+        else if (strcmp (argv[i], "--timeout") == 0 && i + 1 < argc) {
+            o->timeout_s = strtod (argv[++i], &end);
+            if (*end != '\0' || !(o->timeout_s >= 1 && o->timeout_s <= 3600)) {
+                fprintf (stderr, P "--timeout takes seconds, 1 to 3600, not '%.32s'\n", argv[i]);
+                return -1;
+            }
+        } else if (strcmp (argv[i], "--then") == 0 && i + 1 < argc) {
+            o->then = &argv[i + 1];
+            return 0;
+        } else if (strcmp (argv[i], "--help") == 0 || strcmp (argv[i], "-h") == 0) {
+            usage (stdout);
+            exit (0);
+        } else {
+            fprintf (stderr, P "unknown argument '%.64s'\n", argv[i]);
+            usage (stderr);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Why a connection to addr failed, in the user's words, with what to check. */
+static const char *why (int err, const char *addr, char *buf, size_t size)
+{
+    switch (err) {
+    case 0:
+    case ETIMEDOUT:
+        return "timed out: no answer (packets dropped by a firewall, or rank 0's node is down)";
+    case ECONNREFUSED:
+        return "connection refused: nothing listens there (rank 0 did not start, or "
+               "MASTER_ADDR/MASTER_PORT are not rank 0's)";
+    case EHOSTUNREACH:
+    case ENETUNREACH:
+    case EINVAL: /* what connect() says through a blackhole route */
+        snprintf (buf, size,
+                  "no route to rank 0's address (an unreachable or blackhole route?); check "
+                  "'ip route get %s' on this node",
+                  addr);
+        return buf;
+    default:
+        return strerror (err);
+    }
+}
+
+/* A rank that failed on its own waits before it exits: under --dist-train's
+ * fail_fast, its exit would stop the step, rank 0 too, before rank 0 has
+ * printed the report that names it. */
+static int fail_late (long start_ms, const struct options *o)
+{
+    long until = start_ms + (long) (o->timeout_s * 1000) + 5000, left;
+
+    fflush (stderr);
+    while ((left = until - doctor_now_ms ()) > 0)
+        poll (NULL, 0, (int) left);
+    return 1;
+}
+
+/* The part every rank but 0 plays: connect, send, wait for the verdict. */
+static int run_peer (struct doctor_rank *self, const struct options *o, long start_ms)
+{
+    const char *ifname = doctor_facts_ifname ();
+    struct sockaddr_storage dst, src, local;
+    socklen_t dstlen, llen = sizeof (local);
+    long deadline = start_ms + (long) (o->timeout_s * 1000);
+    char msg[DOCTOR_MSG_MAX], answer[128], reason[DOCTOR_LINE_MAX];
+    char src_text[DOCTOR_NAME_MAX] = "NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME unset";
+    struct pollfd p;
+    size_t got = 0;
+    int fd, err = 0, len;
+
+    if (doctor_sockaddr (self->master_addr, self->master_port, &dst, &dstlen) < 0) {
+        fprintf (stderr,
+                 P "rank %ld on %s: MASTER_ADDR=%s MASTER_PORT=%s is not an address "
+                   "and port; run under srun --dist-train or set both\n",
+                 self->rank, self->node, self->master_addr, self->master_port);
+        return EXIT_SETUP;
+    }
+    /* NCCL's "^name" excludes interfaces and lets the routes choose: so do we */
+    if (ifname != NULL && ifname[0] == '^') {
+        ifname = NULL;
+        snprintf (src_text, sizeof (src_text), "NCCL_SOCKET_IFNAME excludes, the routes choose");
+    }
+    if (ifname != NULL
+        && doctor_interface_address (ifname, dst.ss_family, &src, self->ifname,
+                                     sizeof (self->ifname))
+               < 0) {
+        char name[DOCTOR_NAME_MAX];
+        doctor_printable (name, sizeof (name), ifname);
+        fprintf (stderr,
+                 P "rank %ld on %s: the interface %s (NCCL_SOCKET_IFNAME/"
+                   "GLOO_SOCKET_IFNAME) has no %s address here; set it to an interface that "
+                   "reaches rank 0 (ip -br addr)\n",
+                 self->rank, self->node, name, dst.ss_family == AF_INET6 ? "IPv6" : "IPv4");
+        return fail_late (start_ms, o);
+    }
+    if (ifname != NULL)
+        doctor_addr_text (&src, src_text, sizeof (src_text));
+    fd = doctor_connect (&dst, dstlen, ifname != NULL ? &src : NULL, deadline, &err);
+    if (fd < 0) {
+        fprintf (stderr,
+                 P "rank %ld on %s: cannot reach rank 0 at %s:%s from %s (%s) within "
+                   "%.0f s: %s\n",
+                 self->rank, self->node, self->master_addr, self->master_port,
+                 self->ifname[0] ? self->ifname : "the interface the kernel picks", src_text,
+                 o->timeout_s, why (err, self->master_addr, reason, sizeof (reason)));
+        return fail_late (start_ms, o);
+    }
+    self->connect_ms = doctor_now_ms () - start_ms;
+    if (getsockname (fd, (struct sockaddr *) &local, &llen) == 0) {
+        doctor_addr_text (&local, self->source, sizeof (self->source));
+        if (self->ifname[0] == '\0')
+            doctor_interface_of (&local, self->ifname, sizeof (self->ifname));
+    }
+    len = doctor_wire_encode (self, msg, sizeof (msg));
+    /* rank 0 answers at most its timeout after it started, which was
+     * before we connected */
+    deadline = doctor_now_ms () + (long) (o->timeout_s * 1000) + 5000;
+    if (len < 0 || doctor_send_all (fd, msg, (size_t) len, deadline) < 0) {
+        fprintf (stderr, P "rank %ld on %s: cannot send to rank 0 at %s:%s\n", self->rank,
+                 self->node, self->master_addr, self->master_port);
+        close (fd);
+        return 1;
+    }
+    p.fd = fd;
+    p.events = POLLIN;
+    while (got < sizeof (answer) - 1 && memchr (answer, '\n', got) == NULL) {
+        long left = deadline - doctor_now_ms ();
+        ssize_t n;
+        if (left <= 0 || poll (&p, 1, (int) left) <= 0)
+            break;
+        n = recv (fd, answer + got, sizeof (answer) - 1 - got, 0);
+        if (n <= 0 && !(n < 0 && errno == EINTR))
+            break;
+        if (n > 0)
+            got += (size_t) n;
+    }
+    /* (we hang up first: see answer_all in doctor_serve.c) */
+    close (fd);
+    answer[got] = '\0';
+    if (strncmp (answer, "ok\n", 3) == 0)
+        return 0;
+    if (got == 0)
+        fprintf (stderr,
+                 P "rank %ld on %s: connected to %s:%s but got no verdict from rank 0 "
+                   "(rank 0 failed, or something else listens on MASTER_PORT)\n",
+                 self->rank, self->node, self->master_addr, self->master_port);
+    return 1;
+}
+
+/* Rank 0's part: listen where the others will connect, then serve. */
+static int run_rank0 (struct doctor_rank *self, const struct options *o, long start_ms)
+{
+    struct sockaddr_storage ss;
+    struct doctor_layout layout;
+    const char *ifname = doctor_facts_ifname ();
+    socklen_t len;
+    int lfd, rc;
+
+    if (doctor_sockaddr (self->master_addr, self->master_port, &ss, &len) < 0) {
+        fprintf (stderr,
+                 P "rank 0 on %s: MASTER_ADDR=%s MASTER_PORT=%s is not an address and "
+                   "port; run under srun --dist-train or set both\n",
+                 self->node, self->master_addr, self->master_port);
+        return EXIT_SETUP;
+    }
+    if ((lfd = doctor_listen (&ss, len)) < 0) {
+        if (errno == EADDRINUSE)
+            fprintf (stderr,
+                     P "MASTER_PORT %s is already in use on %s; stop what listens "
+                       "there (ss -ltnp 'sport = :%s') or set MASTER_PORT to a free port\n",
+                     self->master_port, self->node, self->master_port);
+        else if (errno == EADDRNOTAVAIL)
+            fprintf (stderr,
+                     P "MASTER_ADDR %s is not an address of %s, where rank 0 runs; "
+                       "unset MASTER_ADDR or set it to this node's address\n",
+                     self->master_addr, self->node);
+        else
+            fprintf (stderr, P "cannot listen on %s:%s on %s: %s\n", self->master_addr,
+                     self->master_port, self->node, strerror (errno));
+        return EXIT_SETUP;
+    }
+    doctor_addr_text (&ss, self->source, sizeof (self->source));
+    if (ifname != NULL && ifname[0] != '^')
+        doctor_printable (self->ifname, sizeof (self->ifname), ifname);
+    else
+        doctor_interface_of (&ss, self->ifname, sizeof (self->ifname));
+    self->connect_ms = 0;
+    if (doctor_layout_build (getenv ("SLURM_STEP_NODELIST"), getenv ("SLURM_STEP_TASKS_PER_NODE"),
+                             getenv ("SLURM_DISTRIBUTION"), getenv ("SLURM_DIST_PLANESIZE"),
+                             &layout)
+        < 0)
+        memset (&layout, 0, sizeof (layout));
+    rc = doctor_serve (lfd, self, &layout, start_ms + (long) (o->timeout_s * 1000), o->timeout_s,
+                       o->json);
+    doctor_layout_free (&layout);
+    return rc;
+}
+
+int main (int argc, char **argv)
+{
+    struct options o;
+    struct doctor_rank self;
+    long start_ms = doctor_now_ms ();
+    int rc;
+
+    if (parse_options (argc, argv, &o) < 0)
+        return EXIT_SETUP;
+    doctor_facts_gather (&self);
+    if (self.rank < 0 || self.world_size <= 0 || self.world_size > DOCTOR_RANKS_MAX) {
+        fprintf (stderr, P "RANK and WORLD_SIZE are not set (or not numbers); run it as "
+                           "srun --dist-train ... " DOCTOR_PROGRAM "\n");
+        return EXIT_SETUP;
+    }
+    rc = self.rank == 0 ? run_rank0 (&self, &o, start_ms) : run_peer (&self, &o, start_ms);
+    if (rc != 0 || o.then == NULL)
+        return rc;
+    /* every socket is closed by now: the command gets MASTER_PORT free */
+    fflush (NULL);
+    execvp (o.then[0], o.then);
+    fprintf (stderr, P "cannot run '%.200s' (--then): %s\n", o.then[0], strerror (errno));
+    return 127;
+}

@@ -1,0 +1,107 @@
+/* doctor.h - dist-train-doctor's pure parts: a rank's facts on the wire, the
+ * step's expected layout, the checks over every rank's facts, the report.
+ *
+ * Rank 0 gathers one struct doctor_rank per task (its own and one per peer
+ * message), computes where each rank should run from Slurm's layout, and
+ * checks them against each other; nothing here does I/O but the report's
+ * FILE *, so the checks are unit-tested from plain structs.
+ */
+#ifndef DOCTOR_H
+#define DOCTOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define DOCTOR_PROGRAM "dist-train-doctor"
+#define DOCTOR_MSG_MAX 8192 /* one rank's message, bytes */
+#define DOCTOR_NAME_MAX 64 /* node names, addresses, interface names */
+#define DOCTOR_LIST_MAX 1024 /* CPU and GPU lists */
+#define DOCTOR_RANKS_MAX 1048576 /* WORLD_SIZE the doctor accepts */
+#define DOCTOR_NODES_MAX 65536
+#define DOCTOR_CPUS_MAX 65536 /* CPU numbers in affinity lists */
+#define DOCTOR_PROBLEMS_MAX 64 /* problem lines kept; the rest are counted */
+#define DOCTOR_LINE_MAX 400
+
+/* What one task says about itself.  Numbers are -1 when unset or not a
+ * number; strings are printable and bounded (they came from the network). */
+struct doctor_rank {
+    long procid; /* SLURM_PROCID: who the task really is */
+    long rank, local_rank, world_size, local_world_size, group_rank;
+    long connect_ms;
+    char node[DOCTOR_NAME_MAX];
+    char ifname[DOCTOR_NAME_MAX];
+    char source[DOCTOR_NAME_MAX]; /* the address it connected from */
+    char master_addr[DOCTOR_NAME_MAX];
+    char master_port[DOCTOR_NAME_MAX];
+    char visible[DOCTOR_LIST_MAX]; /* CUDA_VISIBLE_DEVICES */
+    char gpus[DOCTOR_LIST_MAX]; /* DIST_TRAIN_GPUS: the plugin's plan */
+    char device[DOCTOR_NAME_MAX]; /* DIST_TRAIN_DEVICE */
+    char cpus[DOCTOR_LIST_MAX]; /* real affinity, as a list */
+    char plan_cpus[DOCTOR_LIST_MAX]; /* DIST_TRAIN_CPUS */
+};
+
+/* Where the ranks should run: node names, and the node index of each rank. */
+struct doctor_layout {
+    size_t nnodes;
+    char (*node)[DOCTOR_NAME_MAX];
+    size_t nranks;
+    uint32_t *node_of_rank;
+};
+
+struct doctor_node_summary {
+    char name[DOCTOR_NAME_MAX];
+    char ranks[DOCTOR_LINE_MAX / 2]; /* those that checked in, "0-7" */
+    char missing[DOCTOR_LINE_MAX / 2]; /* expected here, never checked in */
+    char ifnames[DOCTOR_NAME_MAX * 2];
+    char sources[DOCTOR_NAME_MAX * 2];
+    long max_connect_ms;
+    char note[DOCTOR_LINE_MAX / 2]; /* planned sharing, unbound CPUs */
+};
+
+struct doctor_result {
+    long world_size; /* rank 0's */
+    size_t checked_in;
+    size_t nnodes;
+    struct doctor_node_summary *node;
+    size_t nproblems; /* all of them; only the first DOCTOR_PROBLEMS_MAX kept */
+    char problem[DOCTOR_PROBLEMS_MAX][DOCTOR_LINE_MAX];
+};
+
+/* The message a rank sends: "key=value" lines, then "end".  Returns its
+ * length, or -1 when it does not fit in size. */
+int doctor_wire_encode (const struct doctor_rank *r, char *buf, size_t size);
+
+/* Parse a message (len bytes, not necessarily terminated).  0, or -1 when
+ * it is not a doctor's message. */
+int doctor_wire_decode (const char *buf, size_t len, struct doctor_rank *r);
+
+/* Copy src into dst (size bytes), replacing what is not printable ASCII. */
+void doctor_printable (char *dst, size_t size, const char *src);
+
+/* Expand a Slurm hostlist ("node[1-3,07],login1") into names[max]; returns
+ * the count, or -1 when it does not parse, a name is too long, or there are
+ * more than max. */
+int doctor_hostlist_expand (const char *text, char (*names)[DOCTOR_NAME_MAX], size_t max);
+
+/* The layout from SLURM_STEP_NODELIST, SLURM_STEP_TASKS_PER_NODE,
+ * SLURM_DISTRIBUTION and SLURM_DIST_PLANESIZE (values, NULL if unset).
+ * 0, or -1 with out empty when they do not give one. */
+int doctor_layout_build (const char *nodelist, const char *tasks_per_node, const char *distribution,
+                         const char *plane_size, struct doctor_layout *out);
+void doctor_layout_free (struct doctor_layout *l);
+
+/* Check n ranks' facts (recs[0] is rank 0's own) against each other and
+ * the layout (nranks 0: unknown).  0, or -1 when out of memory. */
+int doctor_check (const struct doctor_rank *recs, size_t n, const struct doctor_layout *layout,
+                  struct doctor_result *out);
+void doctor_result_free (struct doctor_result *res);
+
+/* true when the step is healthy: every rank in, no problem. */
+bool doctor_result_ok (const struct doctor_result *res);
+
+void doctor_report_text (FILE *f, const struct doctor_result *res, double timeout_s);
+void doctor_report_json (FILE *f, const struct doctor_result *res, double timeout_s);
+
+#endif /* DOCTOR_H */
