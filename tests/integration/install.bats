@@ -61,7 +61,7 @@ setup() {
     [[ -f $plugin && $(grep -c "^required $plugin\$" "$SNIPPET") -eq 1 ]]
     # nothing in /etc: the admin's link is what enables it
     [[ -z $(dpkg -L slurm-dist-train | grep '^/etc/') ]]
-    for page in dist-train.8 dist-train-plan.1 dist-train-restart.1; do
+    for page in dist-train.8 dist-train-plan.1 dist-train-restart.1 dist-train-doctor.1; do
         dpkg -L slurm-dist-train | grep -q "/man/man[18]/$page\.gz$"
     done
     dpkg -L libdtshim-dev | grep -q '/man/man3/dtshim\.3\.gz$'
@@ -74,6 +74,11 @@ setup() {
     # a world of 4 over both nodes, rank 0's address as MASTER_ADDR, all ranks at the end
     [[ $output == *"training on 4 ranks, master $(node_addr node1):"* ]]
     [[ $(grep -c "^rank [0-3] on node[12]: final parameters" <<<"$output") -eq 4 ]]
+    # the installed doctor checks the same step shape
+    run timeout 60 srun --dist-train -N2 -n4 dist-train-doctor --timeout 10
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ $output == *"dist-train-doctor: ok: all 4 ranks on 2 nodes checked in, nothing wrong"* ]]
     # the plugin that ran is the installed one
     run timeout 60 srun --dist-train=verbose -N1 -n1 true
     [[ $output == *"dist-train:"* ]]
