@@ -7,7 +7,7 @@
 #include "config.h"
 
 #define SPEC_MAX 1024 /* longer than any valid SPEC; bounds hostile input */
-#define ARG_KEYS "port_range, ifname, bind, visible, nic, topology, fail_fast"
+#define ARG_KEYS "port_range, ifname, bind, visible, nic, topology, fail_fast, preflight, doctor"
 
 const char dist_spec_help[] =
     "--dist-train[=SPEC], SPEC a comma list of:\n"
@@ -31,6 +31,12 @@ const char dist_spec_help[] =
     "  watchdog=SECONDS\n"
     "           end the step when a rank using the shim has not called\n"
     "           dtshim_progress() for SECONDS (off by default)\n"
+    "  preflight\n"
+    "           start each rank with dist-train-doctor's check of the step\n"
+    "           (addresses, MASTER_PORT, binding); the step fails with its\n"
+    "           report when a rank cannot reach rank 0 (Slurm 23.11 or later)\n"
+    "  preflight=on|off\n"
+    "           the same, or off when the site made it the default\n"
     "  help     print this text\n"
     "The environment variable DIST_TRAIN=SPEC is used when the flag is not given.";
 
@@ -43,6 +49,17 @@ void dist_config_init (struct dist_config *cfg)
     cfg->bind_site = DIST_BIND_AUTO;
     cfg->fail_fast_site = true;
     cfg->fail_fast_user = -1;
+    cfg->preflight_user = -1;
+#ifdef DIST_TRAIN_DOCTOR
+    snprintf (cfg->doctor, sizeof (cfg->doctor), "%s", DIST_TRAIN_DOCTOR);
+#else
+    snprintf (cfg->doctor, sizeof (cfg->doctor), "dist-train-doctor");
+#endif
+}
+
+bool dist_config_preflight (const struct dist_config *cfg)
+{
+    return cfg->preflight_user < 0 ? cfg->preflight_site : cfg->preflight_user == 1;
 }
 
 bool dist_config_fail_fast (const struct dist_config *cfg)
@@ -145,6 +162,19 @@ static int spec_fail_fast (struct dist_config *cfg, const char *tok, const char 
     return -1;
 }
 
+static int spec_preflight (struct dist_config *cfg, const char *tok, const char *val, char *err,
+                            size_t errsz)
+{
+    bool on;
+
+    if (parse_on_off (val, &on) == 0) {
+        cfg->preflight_user = on;
+        return 0;
+    }
+    snprintf (err, errsz, "--dist-train: '%.64s': preflight= takes on or off", tok);
+    return -1;
+}
+
 /* Every word the parsers accept, in three tables that the parsers dispatch on: what is not
  * here is refused, and dist_config_word() lists them for the documentation's test. */
 struct setting {
@@ -158,16 +188,19 @@ static const struct setting spec_settings[] = {
     { "visible", spec_visible },
     { "fail_fast", spec_fail_fast },
     { "watchdog", spec_watchdog },
+    { "preflight", spec_preflight },
 };
 
 #define SPEC_VERBOSE (-1)
 #define SPEC_HELP (-2)
+#define SPEC_PREFLIGHT (-3)
 static const struct {
     const char *word;
     int profile; /* an enum dist_profile, or SPEC_VERBOSE, SPEC_HELP */
 } spec_words[] = {
     { "torch", DIST_PROFILE_TORCH }, { "jax", DIST_PROFILE_JAX }, { "tf", DIST_PROFILE_TF },
     { "off", DIST_PROFILE_OFF },     { "verbose", SPEC_VERBOSE }, { "help", SPEC_HELP },
+    { "preflight", SPEC_PREFLIGHT },
 };
 
 #define COUNT(a) (sizeof (a) / sizeof ((a)[0]))
@@ -193,7 +226,7 @@ static int parse_spec_setting (struct dist_config *cfg, const char *tok,
         return set->parse (cfg, tok, eq + 1, err, errsz);
     snprintf (err, errsz,
               "--dist-train: unknown SPEC setting '%.64s'; valid: bind=auto|gpu|cpu|none, "
-              "visible=all|own, fail_fast=on|off, watchdog=SECONDS", tok);
+              "visible=all|own, fail_fast=on|off, watchdog=SECONDS, preflight=on|off", tok);
     return -1;
 }
 
@@ -234,10 +267,14 @@ int dist_config_parse_spec (struct dist_config *cfg, const char *spec,
             cfg->help = true;
             continue;
         }
+        if (p == SPEC_PREFLIGHT) {
+            cfg->preflight_user = 1;
+            continue;
+        }
         if (p < 0) {
             snprintf (err, errsz,
                       "--dist-train: unknown SPEC token '%.64s'; valid: "
-                      "torch, jax, tf, off, verbose, bind=..., visible=..., help "
+                      "torch, jax, tf, off, verbose, preflight, bind=..., visible=..., help "
                       "(comma-separated)", tok);
             return -1;
         }
@@ -383,10 +420,34 @@ static int arg_topology (struct dist_config *cfg, const char *arg, const char *v
     return -1;
 }
 
+static int arg_preflight (struct dist_config *cfg, const char *arg, const char *val, char *err,
+                          size_t errsz)
+{
+    (void) arg;
+    if (parse_on_off (val, &cfg->preflight_site) == 0)
+        return 0;
+    snprintf (err, errsz, "preflight=%.32s: expected on or off", val);
+    return -1;
+}
+
+static int arg_doctor (struct dist_config *cfg, const char *arg, const char *val, char *err,
+                       size_t errsz)
+{
+    (void) arg;
+    if (val[0] == '/' && strlen (val) < sizeof (cfg->doctor)) {
+        snprintf (cfg->doctor, sizeof (cfg->doctor), "%s", val);
+        return 0;
+    }
+    snprintf (err, errsz, "doctor=%.64s: expected the absolute path of dist-train-doctor, "
+                          "shorter than %zu characters",
+              val, sizeof (cfg->doctor));
+    return -1;
+}
+
 static const struct setting plugstack_keys[] = {
     { "port_range", arg_port_range }, { "ifname", arg_ifname }, { "bind", arg_bind },
     { "visible", arg_visible },       { "nic", arg_nic },       { "topology", arg_topology },
-    { "fail_fast", arg_fail_fast },
+    { "fail_fast", arg_fail_fast },   { "preflight", arg_preflight }, { "doctor", arg_doctor },
 };
 
 int dist_config_parse_arg (struct dist_config *cfg, const char *arg,

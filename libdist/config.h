@@ -52,7 +52,14 @@ struct dist_config {
     bool fail_fast_site;             /* plugstack fail_fast=, on by default */
     int fail_fast_user;              /* SPEC fail_fast=: -1 not given, 0 off, 1 on */
     uint32_t watchdog_s;             /* SPEC watchdog=: DIST_TRAIN_WATCHDOG, 0 = off */
+    bool preflight_site;             /* plugstack preflight=, off by default */
+    int preflight_user;              /* SPEC preflight / preflight=: -1 not given, 0, 1 */
+    char doctor[DIST_PATH_MAX];      /* plugstack doctor=PATH: dist-train-doctor */
 };
+
+/* Whether each step starts with dist-train-doctor's check: the user's choice, else the
+ * site's default. */
+bool dist_config_preflight (const struct dist_config *cfg);
 
 /* Whether one failed task stops the whole step: the site's "off" cannot be
  * overridden; else the user's choice, else on. */

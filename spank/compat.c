@@ -25,3 +25,18 @@ void dist_compat_srun_kill_on_bad_exit (void)
 {
     slurm_conf.kill_on_bad_exit = 1;
 }
+
+bool dist_compat_has_prepend_task_argv (void)
+{
+    return SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 11, 0);
+}
+
+int dist_compat_prepend_task_argv (spank_t sp, int argc, const char *argv[])
+{
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 11, 0)
+    return spank_prepend_task_argv (sp, argc, argv) == ESPANK_SUCCESS ? 0 : -1;
+#else
+    (void) sp, (void) argc, (void) argv;
+    return -1;
+#endif
+}

@@ -15,6 +15,8 @@
  *    removed slurm_get_errno.  The plugin makes no RPC in slurmstepd at all:
  *    srun asks slurmctld once per step (local.c) and fail fast is srun's own
  *    kill-on-bad-exit (dist_compat_srun_kill_on_bad_exit below).
+ *  - 23.11: spank_prepend_task_argv, which --dist-train=preflight needs
+ *    (dist_compat_prepend_task_argv below; refused in srun before).
  *  - 25.05: slurm_spank_init_failure_mode; a failing slurm_spank_init then
  *    fails the job instead of draining the node (compat.c).
  *  - Unchanged 22.05 to 26.05, and used freely: spank_get_item and its items,
@@ -25,8 +27,11 @@
 #ifndef DIST_TRAIN_COMPAT_H
 #define DIST_TRAIN_COMPAT_H
 
+#include <stdbool.h>
+
 #include <slurm/slurm.h>
 #include <slurm/slurm_version.h>
+#include <slurm/spank.h>
 
 #if SLURM_VERSION_NUMBER < SLURM_VERSION_NUM(22, 5, 0)
 #error "slurm-dist-train needs Slurm 22.05 or later"
@@ -43,5 +48,11 @@ typedef hostlist_t dt_hostlist_t;
  * whatever the node count).  A -K/--kill-on-bad-exit or SLURM_KILL_BAD_EXIT
  * the user gave still wins: srun reads this default only when they did not. */
 void dist_compat_srun_kill_on_bad_exit (void);
+
+/* Whether this Slurm can prepend to a task's command line (23.11 and later). */
+bool dist_compat_has_prepend_task_argv (void);
+/* In task_init: run argv[0..argc-1] before the task's own command line; -1 where Slurm
+ * cannot (before 23.11) or refuses. */
+int dist_compat_prepend_task_argv (spank_t sp, int argc, const char *argv[]);
 
 #endif /* DIST_TRAIN_COMPAT_H */

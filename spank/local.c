@@ -83,6 +83,15 @@ int dist_train_local_user_init (spank_t sp)
         || spank_get_item (sp, S_JOB_STEPID, &h.step_id) != ESPANK_SUCCESS
         || !dist_train_is_training_step (h.step_id))
         return 0;
+    if (dist_config_preflight (&dist_train.cfg) && !dist_compat_has_prepend_task_argv ()) {
+        slurm_error ("%s: --dist-train=preflight (or the site's preflight=on) needs Slurm 23.11 "
+                     "or later, which can run dist-train-doctor before the program; this is "
+                     "Slurm %d.%02d: run the check yourself with `srun --dist-train ... "
+                     "dist-train-doctor`, or use --dist-train=preflight=off",
+                     PLUGIN_NAME, SLURM_VERSION_MAJOR (SLURM_VERSION_NUMBER),
+                     SLURM_VERSION_MINOR (SLURM_VERSION_NUMBER));
+        return -1;
+    }
     h.fail_fast = dist_config_fail_fast (&dist_train.cfg);
     if (h.fail_fast)
         dist_compat_srun_kill_on_bad_exit ();

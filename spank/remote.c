@@ -7,6 +7,7 @@
 #include <slurm/slurm.h>
 #include <slurm/spank.h>
 
+#include "compat.h"
 #include "dist_train.h"
 #include "libdist/hostfile.h"
 #include "libdist/layout.h"
@@ -431,6 +432,18 @@ int dist_train_remote_task_init (spank_t sp)
                           vars[i].overwrite == DIST_FACT) != ESPANK_SUCCESS
             && vars[i].overwrite == DIST_FACT) {
             slurm_error ("%s: cannot set %s", PLUGIN_NAME, vars[i].name);
+            return -1;
+        }
+    }
+    /* preflight: the task runs dist-train-doctor, which checks the step and then execs the
+     * task's own command line unchanged */
+    if (dist_config_preflight (&dist_train.cfg)) {
+        const char *argv[] = { dist_train.cfg.doctor, "--then" };
+        if (dist_compat_prepend_task_argv (sp, 2, argv) < 0) {
+            slurm_error ("%s: preflight: this Slurm (%d.%02d) cannot run dist-train-doctor before "
+                         "the program (23.11 or later can): use --dist-train=preflight=off",
+                         PLUGIN_NAME, SLURM_VERSION_MAJOR (SLURM_VERSION_NUMBER),
+                     SLURM_VERSION_MINOR (SLURM_VERSION_NUMBER));
             return -1;
         }
     }

@@ -581,3 +581,13 @@ void standin_reset (void)
     standin_items.task = -1;
     standin_option = NULL;
 }
+
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 11, 0)
+/* preflight's prepend: the stand-in has no command line to change. */
+spank_err_t spank_prepend_task_argv (spank_t sp, int argc, const char *argv[])
+{
+    if (sp == NULL || argv == NULL || argc <= 0)
+        return ESPANK_BAD_ARG;
+    return standin_items.task >= 0 ? ESPANK_SUCCESS : ESPANK_NOT_TASK;
+}
+#endif
