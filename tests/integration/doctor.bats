@@ -162,8 +162,16 @@ print("rank", r, "ran", flush=True)'
 import os, datetime
 from torch.distributed import TCPStore
 r, n = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-s = TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), n, r == 0,
-             timeout=datetime.timedelta(seconds=30))
+kw = dict(timeout=datetime.timedelta(seconds=30))
+try:  # PyTorch 2.4 and later default to libuv, which Debian 13 and forky build without
+    TCPStore("127.0.0.1", 0, 1, True, use_libuv=True, wait_for_workers=False)
+except TypeError:  # before libuv (Debian 12)
+    pass
+except RuntimeError as e:
+    if "libuv" not in str(e):
+        raise
+    kw["use_libuv"] = False
+s = TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), n, r == 0, **kw)
 s.set(f"r{r}", "x"); s.wait([f"r{i}" for i in range(n)])
 print("store ok on rank", r, flush=True)'
     echo "$output"
