@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -40,6 +42,11 @@ static void child (int fd, const char *path, unsigned flags)
      * longjmp back into the caller's code, a sanitizer's report and exit status). */
     for (size_t i = 0; i < sizeof (fatal) / sizeof (fatal[0]); i++)
         signal (fatal[i], SIG_DFL);
+    /* And it dumps no core: that would be a copy of slurmstepd's memory, root's, left in
+     * the user's working directory (or handed to the node's core collector). */
+    const struct rlimit no_core = { 0, 0 };
+    (void) setrlimit (RLIMIT_CORE, &no_core);
+    (void) prctl (PR_SET_DUMPABLE, 0, 0, 0, 0);
     err[0] = '1';
     if (dist_topo_load (&t, path, flags, err + 1, sizeof (err) - 1) < 0) {
         out = err;

@@ -224,7 +224,7 @@ topology_source() {
     # a copy whose text was changed after it was sealed is not read
     sed -i '0,/type="Machine"/s//type="Mechine"/' "$copy"
     [[ $(topology_source) == "from the site's file" ]]
-    ! grep -q 'type="Mechine"' "$copy"
+    refute grep -q 'type="Mechine"' "$copy"
 }
 
 @test "a corrupt topology file that crashes hwloc: the step runs, slurmstepd and the node live on" {

@@ -94,7 +94,7 @@ setup() {
     echo "$output"
     [ "$status" -ne 0 ]
     [[ $output == *"SLURM_HOSTFILE /proc/self/maps is not a plain file"* ]]
-    ! grep -E '[0-9a-f]{8,}-[0-9a-f]{8,}' <<<"$output"
+    refute grep -E '[0-9a-f]{8,}-[0-9a-f]{8,}' <<<"$output"
 }
 
 @test "--relative: the step starts on the job's second node" {

@@ -82,7 +82,7 @@ setup() {
     # the plugin that ran is the installed one
     run timeout 60 srun --dist-train=verbose -N1 -n1 true
     [[ $output == *"dist-train:"* ]]
-    ! grep -q "$TOP/spank" "$MINICLUSTER_DIR/plugstack.conf"
+    refute grep -q "$TOP/spank" "$MINICLUSTER_DIR/plugstack.conf"
 }
 
 @test "a shim program built with pkg-config --cflags --libs dtshim, and the installed Python module, outside Slurm" {
@@ -90,7 +90,7 @@ setup() {
         "$TOP/tests/integration/helpers/shim_check.c" $(pkg-config --cflags --libs dtshim)
     # linked against the installed library, nothing of the build tree
     ldd "$MINICLUSTER_DIR/shim_check" | tee /dev/stderr | grep -Eq "libdtshim\.so\.0 => (/usr)?/lib/"
-    ! ldd "$MINICLUSTER_DIR/shim_check" | grep -q "$TOP"
+    [[ $(ldd "$MINICLUSTER_DIR/shim_check") != *"$TOP"* ]]
     # a world of one without Slurm
     run env -u PMIX_NAMESPACE -u SLURM_STEP_NUM_TASKS "$MINICLUSTER_DIR/shim_check" init
     echo "$output"
@@ -136,7 +136,7 @@ dtshim.finalize()'
     [[ ! -e /usr/share/slurm-dist-train ]]
     [[ -z $(ldconfig -p | grep libdtshim) ]]
     [[ -z $(find /usr/lib /usr/include /usr/share/pkgconfig -name 'libdtshim*' -o -name 'dtshim.h' -o -name 'dtshim.pc' 2>/dev/null) ]]
-    ! "$TORCH_PYTHON" -c 'import dtshim' 2>/dev/null
+    refute "$TORCH_PYTHON" -c 'import dtshim' 2>/dev/null
     # and Slurm on this node works as before: plain steps run with the same plugstack.conf
     "$MINICLUSTER" start --nodes 2 --plugstack "$BATS_FILE_TMPDIR/plugstack.conf" >&2
     run timeout 60 srun -N2 -n2 hostname

@@ -69,7 +69,7 @@ cache_key() {
     sed -i '0,/type="Machine"/s//type="Mechine"/' "$CACHE_DIR/topology-node1.xml"
     grep -q 'type="Mechine"' "$CACHE_DIR/topology-node1.xml"
     [[ $(source_of node1 -N1 -n1 -w node1) == "live, without I/O devices" ]]
-    ! grep -q 'type="Mechine"' "$CACHE_DIR/topology-node1.xml"
+    refute grep -q 'type="Mechine"' "$CACHE_DIR/topology-node1.xml"
 }
 
 @test "a cache of another boot is ignored and rewritten" {

@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/resource.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -1083,7 +1085,33 @@ static void test_site_file_checked_in_a_child (void **state)
     assert_int_equal (write (fd, text, len), (ssize_t) len);
     close (fd);
     free (text);
+    /* in a directory of its own, with core files allowed as far as the hard limit goes
+     * (ASan sets the soft limit to 0): a crash there must leave no core behind */
+    char saved_cwd[1024], dir[] = "/tmp/test_bind_core_XXXXXX";
+    struct rlimit lim;
+    struct dirent *de;
+    DIR *d;
+    int left = 0;
+    assert_non_null (getcwd (saved_cwd, sizeof (saved_cwd)));
+    assert_non_null (mkdtemp (dir));
+    assert_int_equal (chdir (dir), 0);
+    assert_int_equal (getrlimit (RLIMIT_CORE, &lim), 0);
+    lim.rlim_cur = lim.rlim_max;
+    assert_int_equal (setrlimit (RLIMIT_CORE, &lim), 0);
     xml = dist_topo_validate_file (bad, DIST_TOPO_IO, &len, err, sizeof (err));
+    assert_int_equal (chdir (saved_cwd), 0);
+    d = opendir (dir);
+    assert_non_null (d);
+    while ((de = readdir (d)) != NULL) {
+        if (strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0)
+            continue;
+        fprintf (stderr, "left in the working directory: %s/%s\n", dir, de->d_name);
+        left++;
+        assert_int_equal (unlinkat (dirfd (d), de->d_name, 0), 0);
+    }
+    closedir (d);
+    assert_int_equal (rmdir (dir), 0);
+    assert_int_equal (left, 0);
     if (xml != NULL) {
         /* an hwloc that takes it: what it made of it loads */
         assert_int_equal (dist_topo_load_xml (&t, xml, len + 1, DIST_TOPO_IO, err, sizeof (err)),

@@ -108,6 +108,16 @@ check_layout() {
     done
 }
 
+# refute CMD...: succeed only when CMD fails.  (In a bats test, a line `! CMD` never
+# fails the test: errexit ignores a negated command.)
+refute() {
+    if "$@"; then
+        echo "this should have failed: $*" >&2
+        return 1
+    fi
+    return 0
+}
+
 expect_eq() {
     local line=$1 key=$2 want=$3 got
     got=$(field "$line" "$key") || got="(unset)"
