@@ -54,9 +54,9 @@ setup() {
 
 @test "the packages: the plugin pinned to this Slurm's release, the snippet installed but not enabled by itself" {
     local release plugin
-    release=$(dpkg-query -W -f='${Version}' slurm-wlm-basic-plugins | sed 's/^[0-9]*://; s/^\([0-9]*\.[0-9]*\).*/\1/')
+    release=$(slurm_release)
     dpkg-query -W -f='${Depends}\n' slurm-dist-train | tee /dev/stderr |
-        grep -q "slurm-wlm-basic-plugins (>= $release), slurm-wlm-basic-plugins (<< "
+        grep -q "slurm-wlm-basic-plugins (>= $release), slurm-wlm-basic-plugins (<< $(next_release "$release"))"
     plugin=$(dpkg -L slurm-dist-train | grep '/dist_train\.so$')
     [[ -f $plugin && $(grep -c "^required $plugin\$" "$SNIPPET") -eq 1 ]]
     # nothing in /etc: the admin's link is what enables it

@@ -10,11 +10,9 @@ load helpers/common
 DOCTOR="$TOP/tools/dist-train-doctor"
 
 # The Slurm release the plugin was built for, as 2211 for 22.11.
-slurm_release() {
-    local v
-    v=$(sed -n 's/^#define SLURM_VERSION_NUMBER 0x\([0-9a-f]*\)$/\1/p' /usr/include/slurm/slurm_version.h)
-    v=$((16#$v))
-    echo $(((v >> 16) * 100 + ((v >> 8) & 0xff)))
+release_number() {
+    local r
+    r=$(slurm_release) && echo $((10#${r/./}))
 }
 
 plugstack() {
@@ -43,7 +41,7 @@ teardown() {
 }
 
 @test "Slurm before 23.11: srun refuses preflight before launch, naming the release and the fix" {
-    (($(slurm_release) < 2311)) || skip "this Slurm has spank_prepend_task_argv"
+    (($(release_number) < 2311)) || skip "this Slurm has spank_prepend_task_argv"
     run timeout 60 srun --dist-train=preflight -N2 -n2 touch "$MINICLUSTER_DIR/ran"
     echo "$output"
     [ "$status" -ne 0 ]
@@ -59,7 +57,7 @@ teardown() {
 }
 
 @test "preflight, then DDP: the check passes, the program runs unchanged and binds MASTER_PORT at once" {
-    (($(slurm_release) >= 2311)) || skip "this Slurm lacks spank_prepend_task_argv (23.11 and later)"
+    (($(release_number) >= 2311)) || skip "this Slurm lacks spank_prepend_task_argv (23.11 and later)"
     run timeout 180 srun --dist-train=preflight -N2 -n4 "$TORCH_PYTHON" "$TOP/examples/ddp_train.py" --steps 10
     echo "$output"
     [ "$status" -eq 0 ]
@@ -72,7 +70,7 @@ teardown() {
 }
 
 @test "preflight: a node that cannot reach rank 0 fails the step with the report naming it" {
-    (($(slurm_release) >= 2311)) || skip "this Slurm lacks spank_prepend_task_argv (23.11 and later)"
+    (($(release_number) >= 2311)) || skip "this Slurm lacks spank_prepend_task_argv (23.11 and later)"
     BLACKHOLE=$(node_addr node1)
     ip -n dt-node3 route add blackhole "$BLACKHOLE/32"
     local t0=$SECONDS
@@ -87,7 +85,7 @@ teardown() {
 }
 
 @test "the site's preflight=on: every step checks first; a user turns it off with preflight=off" {
-    (($(slurm_release) >= 2311)) || skip "this Slurm lacks spank_prepend_task_argv (23.11 and later)"
+    (($(release_number) >= 2311)) || skip "this Slurm lacks spank_prepend_task_argv (23.11 and later)"
     plugstack preflight=on
     run timeout 60 srun --dist-train -N2 -n2 true
     echo "$output"

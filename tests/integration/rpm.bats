@@ -24,10 +24,9 @@ setup_file() {
     mv -- "$TOP/slurm-dist-train-$VERSION.tar.gz" "$TARBALL"
     tar -xzf "$TARBALL" -C "$WORK/src" "slurm-dist-train-$VERSION/slurm-dist-train.spec"
     export SPEC=$WORK/src/slurm-dist-train-$VERSION/slurm-dist-train.spec
-    # The Slurm release here, as Debian names it, and the next one
     export RELEASE NEXT
-    RELEASE=$(dpkg-query -W -f='${Version}' slurm-wlm-basic-plugins | sed 's/^[0-9]*://; s/^\([0-9]*\.[0-9]*\).*/\1/')
-    NEXT=$(printf '%d.%02d' "${RELEASE%%.*}" $((10#${RELEASE#*.} + 1)))
+    RELEASE=$(slurm_release)
+    NEXT=$(next_release "$RELEASE")
 }
 
 # rpmbuild_in TOPDIR ARGS...: rpmbuild with its own tree, no %check (make check ran

@@ -28,7 +28,7 @@ for page in "$@"; do
         sed 's/^/    /' "$err"
         failed=1
     fi
-    lines=$(LC_ALL=C.UTF-8 MANWIDTH=80 MAN_KEEP_FORMATTING= man --warnings=w -E UTF-8 -l "$page" \
+    lines=$(LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings=w -E UTF-8 -l "$page" \
         2>"$err" | wc -l)
     if [ -s "$err" ]; then
         echo "FAIL: man -l $page warned:"

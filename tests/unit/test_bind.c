@@ -1048,16 +1048,41 @@ static void test_site_key (void **state)
     assert_int_equal (dist_topo_site_key (a, 40, BOOT_A, 0x20900, 1, 1, 1, 1, 1), -1);
 }
 
-/* A site's file read in a child: a good one comes back as hwloc's export, which loads; a
- * corrupt one (an attribute name cut, which crashes hwloc 2.9's libxml import) or a
- * missing one is an error naming the file, and this process goes on. */
-static void test_site_file_checked_in_a_child (void **state)
+/* Write to bad (a mkstemp template) the AMD machine's file with one Group's
+ * complete_cpuset attribute renamed: hwloc 2.9's libxml import crashes on it. */
+static void write_corrupt_copy (char *bad)
 {
-    char path[1024], bad[] = "/tmp/test_bind_site_XXXXXX", err[512], *xml, *text;
-    struct dist_topo t;
-    size_t len = 0;
+    char path[1024], *text, *at;
+    size_t len;
     FILE *f;
     int fd;
+
+    topology_path (amd.file, path, sizeof (path));
+    f = fopen (path, "r");
+    assert_non_null (f);
+    text = calloc (1, 1 << 20);
+    assert_non_null (text);
+    len = fread (text, 1, (1 << 20) - 1, f);
+    fclose (f);
+    at = strstr (text, "<object type=\"Group\"");
+    assert_non_null (at);
+    at = strstr (at, "complete_cpuset=");
+    assert_non_null (at);
+    memcpy (at, "complete_xxxxxx=", 16);
+    fd = mkstemp (bad);
+    assert_true (fd >= 0);
+    assert_int_equal (write (fd, text, len), (ssize_t) len);
+    close (fd);
+    free (text);
+}
+
+/* A site's file read in a child: a good one comes back as hwloc's export, which loads; a
+ * corrupt one or a missing one is an error naming the file, and this process goes on. */
+static void test_site_file_checked_in_a_child (void **state)
+{
+    char path[1024], bad[] = "/tmp/test_bind_site_XXXXXX", err[512], *xml;
+    struct dist_topo t;
+    size_t len = 0;
 
     topology_path (amd.file, path, sizeof (path));
     xml = dist_topo_validate_file (path, DIST_TOPO_IO, &len, err, sizeof (err));
@@ -1068,50 +1093,8 @@ static void test_site_file_checked_in_a_child (void **state)
     dist_topo_destroy (&t);
     free (xml);
 
-    /* the same file with one Group's complete_cpuset attribute renamed */
-    f = fopen (path, "r");
-    assert_non_null (f);
-    text = calloc (1, 1 << 20);
-    assert_non_null (text);
-    len = fread (text, 1, (1 << 20) - 1, f);
-    fclose (f);
-    char *at = strstr (text, "<object type=\"Group\"");
-    assert_non_null (at);
-    at = strstr (at, "complete_cpuset=");
-    assert_non_null (at);
-    memcpy (at, "complete_xxxxxx=", 16);
-    fd = mkstemp (bad);
-    assert_true (fd >= 0);
-    assert_int_equal (write (fd, text, len), (ssize_t) len);
-    close (fd);
-    free (text);
-    /* in a directory of its own, with core files allowed as far as the hard limit goes
-     * (ASan sets the soft limit to 0): a crash there must leave no core behind */
-    char saved_cwd[1024], dir[] = "/tmp/test_bind_core_XXXXXX";
-    struct rlimit lim;
-    struct dirent *de;
-    DIR *d;
-    int left = 0;
-    assert_non_null (getcwd (saved_cwd, sizeof (saved_cwd)));
-    assert_non_null (mkdtemp (dir));
-    assert_int_equal (chdir (dir), 0);
-    assert_int_equal (getrlimit (RLIMIT_CORE, &lim), 0);
-    lim.rlim_cur = lim.rlim_max;
-    assert_int_equal (setrlimit (RLIMIT_CORE, &lim), 0);
+    write_corrupt_copy (bad);
     xml = dist_topo_validate_file (bad, DIST_TOPO_IO, &len, err, sizeof (err));
-    assert_int_equal (chdir (saved_cwd), 0);
-    d = opendir (dir);
-    assert_non_null (d);
-    while ((de = readdir (d)) != NULL) {
-        if (strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0)
-            continue;
-        fprintf (stderr, "left in the working directory: %s/%s\n", dir, de->d_name);
-        left++;
-        assert_int_equal (unlinkat (dirfd (d), de->d_name, 0), 0);
-    }
-    closedir (d);
-    assert_int_equal (rmdir (dir), 0);
-    assert_int_equal (left, 0);
     if (xml != NULL) {
         /* an hwloc that takes it: what it made of it loads */
         assert_int_equal (dist_topo_load_xml (&t, xml, len + 1, DIST_TOPO_IO, err, sizeof (err)),
@@ -1126,6 +1109,46 @@ static void test_site_file_checked_in_a_child (void **state)
     assert_null (dist_topo_validate_file ("/nonexistent/topology.xml", DIST_TOPO_IO, &len, err,
                                           sizeof (err)));
     assert_non_null (strstr (err, "/nonexistent/topology.xml"));
+}
+
+/* The child that crashes on the corrupt file leaves no core behind: that would be a copy
+ * of slurmstepd's memory, root's, in the user's working directory.  Run in a directory of
+ * its own, with core files allowed as far as the hard limit goes (ASan sets the soft
+ * limit to 0). */
+static void test_site_file_crash_leaves_no_core (void **state)
+{
+    char bad[] = "/tmp/test_bind_site_XXXXXX", dir[] = "/tmp/test_bind_core_XXXXXX";
+    char saved_cwd[1024], err[512], *xml;
+    struct rlimit lim;
+    struct dirent *de;
+    size_t len = 0;
+    int left = 0;
+    DIR *d;
+
+    write_corrupt_copy (bad);
+    assert_non_null (getcwd (saved_cwd, sizeof (saved_cwd)));
+    assert_non_null (mkdtemp (dir));
+    assert_int_equal (chdir (dir), 0);
+    assert_int_equal (getrlimit (RLIMIT_CORE, &lim), 0);
+    lim.rlim_cur = lim.rlim_max;
+    assert_int_equal (setrlimit (RLIMIT_CORE, &lim), 0);
+    xml = dist_topo_validate_file (bad, DIST_TOPO_IO, &len, err, sizeof (err));
+    assert_int_equal (chdir (saved_cwd), 0);
+    free (xml);
+    unlink (bad);
+
+    d = opendir (dir);
+    assert_non_null (d);
+    while ((de = readdir (d)) != NULL) {
+        if (strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0)
+            continue;
+        fprintf (stderr, "left in the working directory: %s/%s\n", dir, de->d_name);
+        left++;
+        assert_int_equal (unlinkat (dirfd (d), de->d_name, 0), 0);
+    }
+    closedir (d);
+    assert_int_equal (rmdir (dir), 0);
+    assert_int_equal (left, 0);
 }
 
 /* What the cache holds loads back from memory as this machine's; a text
@@ -1404,6 +1427,7 @@ int main (void)
         cmocka_unit_test (test_cores_cpuset_bad),
         cmocka_unit_test (test_site_key),
         cmocka_unit_test (test_site_file_checked_in_a_child),
+        cmocka_unit_test (test_site_file_crash_leaves_no_core),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }

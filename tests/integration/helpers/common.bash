@@ -108,6 +108,17 @@ check_layout() {
     done
 }
 
+# The Slurm release the build is for, from slurm/slurm_version.h, as 22.05; and
+# the release after one (22.05 -> 22.06), the upper bound of the packages' pin.
+slurm_release() {
+    local v
+    v=$(sed -n 's/^#define SLURM_VERSION_NUMBER 0x\([0-9a-f]*\)$/\1/p' /usr/include/slurm/slurm_version.h)
+    [[ -n $v ]] || { echo "no SLURM_VERSION_NUMBER in /usr/include/slurm/slurm_version.h" >&2; return 1; }
+    v=$((16#$v))
+    printf '%d.%02d\n' $((v >> 16)) $(((v >> 8) & 0xff))
+}
+next_release() { printf '%d.%02d\n' "${1%%.*}" $((10#${1#*.} + 1)); }
+
 # refute CMD...: succeed only when CMD fails.  (In a bats test, a line `! CMD` never
 # fails the test: errexit ignores a negated command.)
 refute() {
