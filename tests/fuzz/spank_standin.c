@@ -8,11 +8,13 @@
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <slurm/slurm.h>
@@ -558,6 +560,23 @@ ssize_t standin_stderr_write (int fd, const void *buf, size_t len)
     if (tracing ())
         fprintf (stderr, "stderr: %.*s", (int) len, (const char *) buf);
     return (ssize_t) len;
+}
+
+int standin_stderr_fstat (int fd, struct stat *sb);
+int standin_stderr_fstat (int fd, struct stat *sb)
+{
+    FUZZ_CHECK (fd == STDERR_FILENO);
+    memset (sb, 0, sizeof (*sb));
+    sb->st_mode = S_IFCHR | 0620;
+    return 0;
+}
+
+int standin_stderr_poll (struct pollfd *fds, nfds_t nfds, int timeout);
+int standin_stderr_poll (struct pollfd *fds, nfds_t nfds, int timeout)
+{
+    FUZZ_CHECK (nfds == 1 && fds[0].fd == STDERR_FILENO && timeout == 0);
+    fds[0].revents = POLLOUT;
+    return 1;
 }
 
 int standin_usleep (useconds_t usec);

@@ -24,6 +24,14 @@ setup() {
     MARK=$((300 + RANDOM % 1000)).5
 }
 
+teardown() {
+    # an srun a test left in the background (under timeout, which passes
+    # SIGTERM on to it), whatever became of the test
+    [[ -n ${BG_SRUN:-} ]] || return 0
+    kill -TERM "$BG_SRUN" 2>/dev/null || return 0
+    timeout 30 tail --pid="$BG_SRUN" -f /dev/null || kill -KILL "$BG_SRUN" 2>/dev/null || true
+}
+
 # Tasks of the step still alive anywhere (all nodes share this PID namespace).
 leftovers() {
     leftovers_of "sleep $MARK"
@@ -70,6 +78,45 @@ run_timed() {
     first=$(grep -m1 'dist-train: rank' <<<"$output")
     [[ $first == *"rank 2 on node"*" was killed by signal 9 (SIGKILL)"* ]]
     leftovers
+}
+
+@test "--error is a FIFO nobody reads, task 0 floods it: a failed rank still stops the step at once" {
+    local fifo=$MINICLUSTER_DIR/stderr.$BATS_TEST_NUMBER.fifo i alive states reasons
+    rm -f "$fifo"
+    mkfifo "$fifo"
+    # a reader that never reads: once the FIFO is full, a write to it waits
+    exec {FIFO_FD}<>"$fifo"
+    # node1 runs ranks 0 and 1: rank 0 (its task 0, whose stderr is
+    # slurmstepd's fd 2) fills the FIFO, rank 1 fails
+    timeout 200 srun --dist-train -N3 --ntasks-per-node=2 --error="$fifo" bash -c \
+        "case \$SLURM_PROCID in 0) exec yes flood >&2 ;; 1) sleep 2; exit 1 ;; *) exec sleep $MARK ;; esac" \
+        >/dev/null 3>&- {FIFO_FD}<&- &
+    BG_SRUN=$!
+    for ((i = 0; i < 100; i++)); do
+        pgrep -f "^sleep $MARK\$" >/dev/null && break
+        sleep 0.1
+    done
+    # fail fast: the other ranks are gone a few seconds after rank 1 fails
+    for ((i = 0; i < 100; i++)); do
+        alive=$(pgrep -fc "^sleep $MARK\$" || true)
+        ((alive == 0)) && break
+        sleep 0.2
+    done
+    # let the FIFO go: slurmstepd's own log of the cancel goes there too
+    exec {FIFO_FD}<&-
+    wait "$BG_SRUN" || true
+    BG_SRUN=
+    for ((i = 0; i < 300; i++)); do
+        states=$(timeout 30 sinfo -h -N -o %T | sort -u | paste -sd,)
+        [[ $states == idle ]] && break
+        sleep 0.2
+    done
+    reasons=$(timeout 30 sinfo -h -R)
+    echo "ranks alive 20 s after the failure: $alive; nodes: $states; drained or down: ${reasons:-none}"
+    ((alive == 0))
+    [[ $states == idle ]]
+    [[ -z $reasons ]]
+    leftovers_of "yes flood"
 }
 
 @test "a rank that exits 0 early is not a failure" {

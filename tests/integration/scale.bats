@@ -44,6 +44,34 @@ rpc_count() {
     [[ $(grep 'dist-train: rank' <<<"$output") == *"rank $((2 * NODES - 1)) on node$NODES exited with status 3"* ]]
 }
 
+# The usual training wrapper: its program in the background, SIGTERM passed
+# on to it, and exit 143 (128 + SIGTERM) once it is gone.
+write_term_wrapper() {
+    cat >"$1" <<'EOF'
+#!/bin/bash
+trap 'kill -TERM "$child" 2>/dev/null; wait "$child"; exit 143' TERM
+"$@" &
+child=$!
+wait "$child"
+EOF
+    chmod +x "$1"
+}
+
+@test "16 nodes, every rank in a bash wrapper that exits 143 when stopped: one line, the failed rank's" {
+    # (in the cluster's directory: the nodes do not see this test's /tmp)
+    local wrapper=$MINICLUSTER_DIR/wrapper.$BATS_TEST_NUMBER t0 elapsed_ms
+    write_term_wrapper "$wrapper"
+    t0=$(date +%s%N)
+    run timeout 120 srun --dist-train -N"$NODES" -n$((2 * NODES)) "$wrapper" bash -c \
+        "if [ \$SLURM_PROCID = $((2 * NODES - 1)) ]; then sleep 1; exit 3; fi; exec sleep 300"
+    elapsed_ms=$((($(date +%s%N) - t0) / 1000000))
+    echo "$output"
+    echo "elapsed: $elapsed_ms ms (1 s of it before the failure)"
+    [ "$status" -ne 0 ]
+    [[ $(grep -c 'dist-train: rank' <<<"$output") -eq 1 ]]
+    [[ $(grep 'dist-train: rank' <<<"$output") == *"rank $((2 * NODES - 1)) on node$NODES exited with status 3"* ]]
+}
+
 @test "16 nodes: the launch asks slurmctld twice per step, also when names resolve nowhere" {
     local saved n layout nodeinfo
     saved=$(node_hosts_get node1)
