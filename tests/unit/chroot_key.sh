@@ -21,14 +21,15 @@ cp "$src"/scripts/{slurm-chroot,lib.sh,deps,packages-cluster.txt,packages-chroot
 chroot_cmd=$work/tree/scripts/slurm-chroot
 key() { "$chroot_cmd" key "${1:-24.11}"; }
 # (each edit is made on a fresh copy of the originals)
-restore() { cp "$src"/scripts/{slurm-chroot,deps,packages-chroot.txt} "$work/tree/scripts/"; }
+restore() { cp "$src"/scripts/{slurm-chroot,deps,packages-cluster.txt,packages-chroot.txt} "$work/tree/scripts/"; }
 
 base=$(key) || { echo "FAIL: slurm-chroot key 24.11 failed"; exit 1; }
 [[ $base =~ ^[0-9a-f]{16}$ ]] || fail "the key is not 16 hex digits: '$base'"
 [[ $(key) == "$base" ]] && ok "the key is the same twice: $base" || fail "the key changed between two runs"
 [[ $(key 26.05) != "$base" ]] && ok "24.11 and 26.05 have different keys" || fail "24.11 and 26.05 share a key"
 
-# changed VAR DESCRIPTION: the key after an edit differs from the base.
+# changed/same DESCRIPTION: the key after an edit differs from (is) the base;
+# then the copy is restored.
 changed() {
     local now
     now=$(key)
@@ -50,7 +51,6 @@ changed "a package taken out of packages-chroot.txt"
 
 echo jq >>"$work/tree/scripts/packages-cluster.txt"
 changed "a package added to packages-cluster.txt"
-cp "$src/scripts/packages-cluster.txt" "$work/tree/scripts/"
 
 sed -i 's/^\(    libcmocka-dev bats procps\)$/\1 strace/' "$work/tree/scripts/deps"
 grep -q 'procps strace$' "$work/tree/scripts/deps" || fail "the edit of scripts/deps did not apply"
