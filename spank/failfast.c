@@ -72,30 +72,29 @@ static ssize_t write_no_sigpipe (int fd, const void *buf, size_t len)
  * still reports the task).  For a pipe, through an open file of our own that
  * does not block (the task's stays as it is): a write of at most PIPE_BUF
  * bytes then goes whole or fails, whoever else writes.  Elsewhere, when a
- * zero-timeout poll says it is writable.  Returns the fd written (to close
- * when it is not STDERR_FILENO), or -1 when nothing was written. */
-static int write_at_once (const char *msg, size_t len)
+ * zero-timeout poll says it is writable.  Returns whether it went out. */
+static bool write_at_once (const char *msg, size_t len)
 {
     struct pollfd pfd = { .fd = STDERR_FILENO, .events = POLLOUT };
     struct stat sb;
+    bool written;
     int fd;
 
     if (len > PIPE_BUF || fstat (STDERR_FILENO, &sb) < 0)
-        return -1;
+        return false;
     if (S_ISFIFO (sb.st_mode)) {
         /* (ENXIO for a FIFO that no one has open for reading) */
         fd = open ("/proc/self/fd/2", O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
         if (fd < 0)
-            return -1;
-        if (write_no_sigpipe (fd, msg, len) == (ssize_t) len)
-            return fd;
+            return false;
+        written = write_no_sigpipe (fd, msg, len) == (ssize_t) len;
         close (fd);
-        return -1;
+        return written;
     }
     if (poll (&pfd, 1, 0) != 1 || (pfd.revents & (POLLERR | POLLHUP | POLLNVAL))
         || !(pfd.revents & POLLOUT))
-        return -1;
-    return write_no_sigpipe (STDERR_FILENO, msg, len) == (ssize_t) len ? STDERR_FILENO : -1;
+        return false;
+    return write_no_sigpipe (STDERR_FILENO, msg, len) == (ssize_t) len;
 }
 
 /* The step's stderr is a pipe that slurmstepd's I/O thread forwards to
@@ -137,7 +136,7 @@ int dist_train_remote_task_exit (spank_t sp)
     const struct dist_step *st = &dist_train.step;
     char how[96], msg[320];
     uint32_t rank;
-    int status, n, fd;
+    int status, n;
 
     /* srun armed fail fast for this step, or nothing stops it */
     if (!dist_train.active || reported || !dist_train.have_srun || !dist_train.srun.fail_fast)
@@ -161,14 +160,11 @@ int dist_train_remote_task_exit (spank_t sp)
     slurm_info ("%.*s", n - 1, msg);
     /* The step's stderr, at once: slurmstepd's own log to it is buffered,
      * and a node whose last task just ended closes it before a flush. */
-    fd = write_at_once (msg, (size_t) n);
-    if (fd < 0) {
+    if (!write_at_once (msg, (size_t) n)) {
         slurm_verbose ("%s: the step's stderr takes no line now; srun reports the task",
                        PLUGIN_NAME);
         return 0;
     }
-    wait_until_forwarded (fd);
-    if (fd != STDERR_FILENO)
-        close (fd);
+    wait_until_forwarded (STDERR_FILENO);
     return 0;
 }

@@ -44,25 +44,10 @@ rpc_count() {
     [[ $(grep 'dist-train: rank' <<<"$output") == *"rank $((2 * NODES - 1)) on node$NODES exited with status 3"* ]]
 }
 
-# The usual training wrapper: its program in the background, SIGTERM passed
-# on to it, and exit 143 (128 + SIGTERM) once it is gone.
-write_term_wrapper() {
-    cat >"$1" <<'EOF'
-#!/bin/bash
-trap 'kill -TERM "$child" 2>/dev/null; wait "$child"; exit 143' TERM
-"$@" &
-child=$!
-wait "$child"
-EOF
-    chmod +x "$1"
-}
-
 @test "16 nodes, every rank in a bash wrapper that exits 143 when stopped: one line, the failed rank's" {
-    # (in the cluster's directory: the nodes do not see this test's /tmp)
-    local wrapper=$MINICLUSTER_DIR/wrapper.$BATS_TEST_NUMBER t0 elapsed_ms
-    write_term_wrapper "$wrapper"
+    local t0 elapsed_ms
     t0=$(date +%s%N)
-    run timeout 120 srun --dist-train -N"$NODES" -n$((2 * NODES)) "$wrapper" bash -c \
+    run timeout 120 srun --dist-train -N"$NODES" -n$((2 * NODES)) "$TERM_WRAPPER" bash -c \
         "if [ \$SLURM_PROCID = $((2 * NODES - 1)) ]; then sleep 1; exit 3; fi; exec sleep 300"
     elapsed_ms=$((($(date +%s%N) - t0) / 1000000))
     echo "$output"

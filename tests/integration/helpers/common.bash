@@ -5,6 +5,8 @@ TOP=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
 MINICLUSTER="$TOP/scripts/minicluster"
 PLUGIN_SO="$TOP/spank/.libs/dist_train.so"
 TASK_ENV="$TOP/tests/integration/helpers/task-env"
+# A rank's program in the usual bash wrapper (exits 143 when stopped).
+TERM_WRAPPER="$TOP/tests/integration/helpers/term-wrapper"
 TORCH_PYTHON=${TORCH_PYTHON:-/usr/bin/python3}
 
 # Start a cluster of $1 nodes with the plugin from the build tree.
