@@ -241,7 +241,7 @@ topology_source() {
     bind_step --dist-train -N2 -n2 --gres=gpu:4
     [[ $(field "${lines[1]}" RANK) == 1 ]]
     [[ -z $(sinfo -h -R) ]]
-    [[ $(sinfo -h -o %T -n node1,node2 | sort -u) == idle ]]
+    [[ $(settled_states node1 node2) == idle ]]
     # the admin's tool says the same
     run "$TOP/tools/dist-train-plan" --topology "$MINICLUSTER_DIR/corrupt.xml"
     [ "$status" -ne 0 ] || [[ $(pkg-config --modversion hwloc) != 2.9.* ]]

@@ -106,11 +106,7 @@ run_timed() {
     exec {FIFO_FD}<&-
     wait "$BG_SRUN" || true
     BG_SRUN=
-    for ((i = 0; i < 300; i++)); do
-        states=$(timeout 30 sinfo -h -N -o %T | sort -u | paste -sd,)
-        [[ $states == idle ]] && break
-        sleep 0.2
-    done
+    states=$(settled_states node1 node2 node3)
     reasons=$(timeout 30 sinfo -h -R)
     echo "ranks alive 20 s after the failure: $alive; nodes: $states; drained or down: ${reasons:-none}"
     ((alive == 0))

@@ -176,3 +176,17 @@ require_pmix() {
     grep -qw pmix "$cache" ||
         skip "no mpi/pmix plugin in this Slurm, $(cat "$cache")(srun --mpi=list)"
 }
+
+# The states of the nodes $@ (sorted, each once, comma-separated) once all
+# are idle, or after 60 s: a node is still completing for a moment after its
+# step's srun has returned.
+settled_states() {
+    local nodes states i
+    nodes=$(IFS=,; echo "$*")
+    for ((i = 0; i < 300; i++)); do
+        states=$(timeout 30 sinfo -h -N -o %T -n "$nodes" | sort -u | paste -sd,)
+        [[ $states == idle ]] && break
+        sleep 0.2
+    done
+    echo "$states"
+}
