@@ -111,10 +111,10 @@ static void spread_over_numa (const struct dist_topo *t, hwloc_const_cpuset_t al
     hwloc_bitmap_free (tmp);
 }
 
-/* Divide pool among ranks[0..n): whole cores when there are enough, else
- * PUs, else neighbours share PUs (returns true then). */
-static bool split_pool (const struct dist_topo *t, hwloc_const_cpuset_t pool,
-                        const int *ranks, int n, struct dist_bind_plan *plan)
+/* Divide pool among ranks[0..n), n <= its PUs: whole cores when there are
+ * enough, else PUs. */
+static void split_pool (const struct dist_topo *t, hwloc_const_cpuset_t pool, const int *ranks,
+                        int n, struct dist_bind_plan *plan)
 {
     int ncores = hwloc_get_nbobjs_by_type (t->topo, HWLOC_OBJ_CORE);
     int npus = hwloc_bitmap_weight (pool);
@@ -137,15 +137,13 @@ static bool split_pool (const struct dist_topo *t, hwloc_const_cpuset_t pool,
             hwloc_bitmap_and (set, set, pool);
         }
         free (cores);
-        return false;
+        return;
     }
     free (cores);
     for (i = 0; i < n; i++) {
         hwloc_bitmap_t set = plan->rank[ranks[i]].cpuset;
         int lo = (int) ((long) i * npus / n), hi = (int) ((long) (i + 1) * npus / n);
         int idx = 0, pu;
-        if (hi == lo)
-            hi = lo + 1; /* fewer PUs than ranks: share */
         hwloc_bitmap_zero (set);
         hwloc_bitmap_foreach_begin (pu, pool) {
             if (idx >= lo && idx < hi)
@@ -154,7 +152,64 @@ static bool split_pool (const struct dist_topo *t, hwloc_const_cpuset_t pool,
         }
         hwloc_bitmap_foreach_end ();
     }
-    return npus < n;
+}
+
+/* For qsort_r: ranks by the first PU (logical order) of their place, then
+ * by rank. */
+struct rank_key {
+    int rank;
+    unsigned first;
+};
+
+static int compare_rank_keys (const void *a, const void *b)
+{
+    const struct rank_key *x = a, *y = b;
+
+    if (x->first != y->first)
+        return x->first < y->first ? -1 : 1;
+    return x->rank < y->rank ? -1 : x->rank > y->rank;
+}
+
+/* More ranks than CPUs: one PU each, dealt out evenly.  The step's PUs in
+ * hwloc's logical order (a core's PUs, then its neighbours') and the ranks
+ * in the order of their places: the k-th rank gets PU k*C/T, so every PU
+ * has T/C ranks, rounded down or up, and no rank shares a PU while another
+ * of the step's has none.  Ranks near each other share, as near their GPUs
+ * as an even share allows. */
+static int share_evenly (const struct dist_topo *t, hwloc_const_cpuset_t allowed,
+                         const struct locality *where, struct dist_bind_plan *plan)
+{
+    int T = plan->ntasks, C = hwloc_bitmap_weight (allowed), k = 0, r;
+    hwloc_obj_t *pus = calloc ((size_t) C, sizeof (*pus));
+    struct rank_key *key = calloc ((size_t) T, sizeof (*key));
+    hwloc_obj_t pu = NULL;
+
+    if (pus == NULL || key == NULL) {
+        free (pus);
+        free (key);
+        return -1;
+    }
+    while (k < C
+           && (pu = hwloc_get_next_obj_inside_cpuset_by_type (t->topo, allowed, HWLOC_OBJ_PU, pu))
+                  != NULL)
+        pus[k++] = pu;
+    C = k;
+    for (r = 0; r < T; r++) {
+        hwloc_obj_t first =
+            hwloc_get_next_obj_inside_cpuset_by_type (t->topo, where[r].loc->cpuset, HWLOC_OBJ_PU,
+                                                      NULL);
+        key[r].rank = r;
+        key[r].first = first != NULL ? first->logical_index : 0;
+    }
+    qsort (key, (size_t) T, sizeof (*key), compare_rank_keys);
+    for (k = 0; k < T && C > 0; k++) {
+        hwloc_bitmap_t set = plan->rank[key[k].rank].cpuset;
+        hwloc_bitmap_only (set, pus[(long) k * C / T]->os_index);
+    }
+    plan->cpus_shared = true;
+    free (pus);
+    free (key);
+    return 0;
 }
 
 /* A pool of the step's CPUs and the ranks that divide it. */
@@ -210,8 +265,8 @@ static int compare_places (const void *a, const void *b, void *arg)
 /* Decide which pool each rank takes its CPUs from, then divide each pool
  * among its ranks.  A pool is given whole to the ranks placed in it, so
  * ranks that find no room near their GPU are fitted afterwards into what
- * the others can spare: they share CPUs only when the step has fewer CPUs
- * than ranks. */
+ * the others can spare.  With fewer CPUs than ranks, the ranks share them
+ * evenly instead. */
 static int assign_cpus (const struct dist_topo *t, hwloc_const_cpuset_t allowed,
                         const struct locality *where, struct dist_bind_plan *plan)
 {
@@ -224,6 +279,11 @@ static int assign_cpus (const struct dist_topo *t, hwloc_const_cpuset_t allowed,
 
     if (group_of == NULL || scratch == NULL || group == NULL || used == NULL || pool == NULL)
         goto out;
+    if (hwloc_bitmap_weight (allowed) < T) {
+        if (share_evenly (t, allowed, where, plan) < 0)
+            goto out;
+        goto nodesets;
+    }
     for (r = 0; r < T; r++)
         group_of[r] = -1;
 
@@ -263,7 +323,7 @@ static int assign_cpus (const struct dist_topo *t, hwloc_const_cpuset_t allowed,
 
     /* 3. the rest take what the step has left, and what the others spare */
     hwloc_bitmap_andnot (pool, allowed, used);
-    if (homeless > 0 && hwloc_bitmap_weight (allowed) >= T) {
+    if (homeless > 0) {
         if (!hwloc_bitmap_iszero (pool) && new_group (group, &ngroups, pool) < 0)
             goto out;
         for (r = 0; r < T; r++) {
@@ -274,36 +334,15 @@ static int assign_cpus (const struct dist_topo *t, hwloc_const_cpuset_t allowed,
         }
     }
 
-    /* 4. more ranks than CPUs: share, as near as the step allows (with
-     * ranks placed before too, so the plan shares even when each of these
-     * pools has a CPU for each of its own ranks) */
-    for (s = 0; s < T; s++) {
-        int g;
-        if (group_of[s] >= 0)
-            continue;
-        plan->cpus_shared = true;
-        hwloc_bitmap_and (pool, allowed, where[s].loc->cpuset);
-        if (hwloc_bitmap_iszero (pool))
-            hwloc_bitmap_and (pool, allowed, where[s].pkg->cpuset);
-        if (hwloc_bitmap_iszero (pool))
-            hwloc_bitmap_copy (pool, allowed);
-        if ((g = new_group (group, &ngroups, pool)) < 0)
-            goto out;
-        for (r = s; r < T; r++)
-            if (group_of[r] < 0 && where[r].loc == where[s].loc) {
-                group_of[r] = g;
-                group[g].n++;
-            }
-    }
-
     for (i = 0; i < ngroups; i++) {
         int n = 0;
         for (r = 0; r < T; r++)
             if (group_of[r] == i)
                 scratch[n++] = r;
-        if (n > 0 && split_pool (t, group[i].pool, scratch, n, plan))
-            plan->cpus_shared = true;
+        if (n > 0)
+            split_pool (t, group[i].pool, scratch, n, plan);
     }
+nodesets:
     for (r = 0; r < T; r++)
         hwloc_cpuset_to_nodeset (t->topo, plan->rank[r].cpuset, plan->rank[r].nodeset);
     rv = 0;

@@ -1,7 +1,7 @@
 /* bind.h - which GPUs, CPUs, NUMA nodes and NIC each local rank gets.
  *
  * Pure planning on a loaded topology: no binding, no environment.  The
- * rules (issue 4):
+ * rules:
  * - The step's GPUs are taken in locality order (NUMA locality, then bus
  *   id).  tasks <= GPUs: each rank gets an even, contiguous share; tasks >
  *   GPUs: neighbouring ranks share a GPU.
@@ -9,8 +9,10 @@
  *   node (for GPUs on several NUMA nodes, the smallest place that holds them
  *   all) when it has a CPU for every rank placed there, else its package,
  *   else what the other ranks can spare.  Narrow places are served first.
- *   Ranks that share a place divide it without overlap; only when there are
- *   more ranks than CPUs do they share.
+ *   Ranks that share a place divide it without overlap.
+ * - With more ranks than CPUs, each rank gets one PU and the PUs are dealt
+ *   out evenly, in locality order: never two ranks on one PU while another
+ *   of the step's PUs has none.
  * - Without GPUs, ranks are spread over the NUMA nodes in rank order, in
  *   proportion to the step's CPUs on each; with fewer ranks than NUMA
  *   nodes, the step's CPUs are divided in order among them.

@@ -25,7 +25,7 @@ enum dist_profile {
     DIST_PROFILE_TF,
 };
 
-/* What binding applies (issue 4): GPUs (CUDA_VISIBLE_DEVICES order) and
+/* What binding applies: GPUs (CUDA_VISIBLE_DEVICES order) and
  * CPUs (affinity), both, or neither. */
 enum dist_bind {
     DIST_BIND_UNSET = 0,    /* SPEC did not say: the site's choice */

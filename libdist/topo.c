@@ -157,15 +157,24 @@ static int add_cores (long lo, long hi, void *arg)
     return 0;
 }
 
+int dist_topo_core_count (const struct dist_topo *t)
+{
+    int ncores = hwloc_get_nbobjs_by_type (t->topo, HWLOC_OBJ_CORE);
+
+    return ncores > 0 ? ncores : hwloc_get_nbobjs_by_type (t->topo, HWLOC_OBJ_PU);
+}
+
 int dist_topo_cores_cpuset (const struct dist_topo *t, const char *cores, hwloc_bitmap_t out,
-                            char *err, size_t errsz)
+                            hwloc_bitmap_t missing, char *err, size_t errsz)
 {
     hwloc_bitmap_t ids = hwloc_bitmap_alloc ();
     int ncores = hwloc_get_nbobjs_by_type (t->topo, HWLOC_OBJ_CORE);
     hwloc_obj_type_t unit = ncores > 0 ? HWLOC_OBJ_CORE : HWLOC_OBJ_PU;
-    int id, missing = 0;
+    int id, nmissing = 0;
 
     hwloc_bitmap_zero (out);
+    if (missing != NULL)
+        hwloc_bitmap_zero (missing);
     if (ids == NULL) {
         snprintf (err, errsz, "out of memory reading Slurm's core list");
         return -1;
@@ -178,14 +187,16 @@ int dist_topo_cores_cpuset (const struct dist_topo *t, const char *cores, hwloc_
     hwloc_bitmap_foreach_begin (id, ids)
     {
         hwloc_obj_t obj = hwloc_get_obj_by_type (t->topo, unit, (unsigned) id);
-        if (obj == NULL)
-            missing++;
-        else
+        if (obj == NULL) {
+            nmissing++;
+            if (missing != NULL)
+                hwloc_bitmap_set (missing, (unsigned) id);
+        } else
             hwloc_bitmap_or (out, out, obj->cpuset);
     }
     hwloc_bitmap_foreach_end ();
     hwloc_bitmap_free (ids);
-    return missing;
+    return nmissing;
 }
 
 int dist_topo_find_gpu (const struct dist_topo *t, const char *busid)

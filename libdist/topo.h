@@ -61,8 +61,10 @@ int dist_topo_load (struct dist_topo *t, const char *xmlfile, unsigned flags, ch
  * hwloc and one format of ours; io says whether it holds I/O devices.  Its
  * file is the XML text followed by a seal: one comment line with the key,
  * the text's length and its FNV-1a hash.  hwloc's XML import crashes on some
- * corrupt files, so a cache is parsed only when its seal holds. */
-#define DIST_TOPO_CACHE_FORMAT 2
+ * corrupt files, so a cache is parsed only when its seal holds.  Format 3:
+ * every CPU of the machine is allowed (format 2 kept the saving step's
+ * cpuset as the machine's allowed CPUs). */
+#define DIST_TOPO_CACHE_FORMAT 3
 #define DIST_TOPO_CACHE_KEY_MAX 256
 
 /* The key for this boot (the kernel's boot_id) and hwloc version; -1 when
@@ -104,11 +106,17 @@ int dist_topo_load_xml (struct dist_topo *t, const char *xml, size_t len, unsign
 
 void dist_topo_destroy (struct dist_topo *t);
 
+/* How many cores Slurm can name on this topology: its cores, or its PUs when
+ * it has no core objects. */
+int dist_topo_core_count (const struct dist_topo *t);
+
 /* The PUs of Slurm's cores ("0-3,8": Slurm numbers a node's cores in hwloc's
- * logical order).  Cores the topology lacks are left out; returns how many
- * were left out, or -1 (message in err) when the list does not parse. */
-int dist_topo_cores_cpuset (const struct dist_topo *t, const char *cores,
-                            hwloc_bitmap_t out, char *err, size_t errsz);
+ * logical order).  Cores the topology lacks (a node that slurm.conf describes
+ * with more cores than it has) are left out, and their numbers put in missing
+ * when it is not NULL; returns how many were left out, or -1 (message in err)
+ * when the list does not parse. */
+int dist_topo_cores_cpuset (const struct dist_topo *t, const char *cores, hwloc_bitmap_t out,
+                            hwloc_bitmap_t missing, char *err, size_t errsz);
 
 /* The GPU whose bus id is busid ("0000:07:00.0", case-insensitive), or -1. */
 int dist_topo_find_gpu (const struct dist_topo *t, const char *busid);

@@ -40,6 +40,7 @@ static struct {
     struct task_binding *task;
     char warning[DIST_ERR_MAX]; /* why binding was skipped or limited */
     bool cpus_shared; /* for verbose: more ranks than CPUs */
+    int step_cpus; /* for verbose: the CPUs the plan divides */
     double load_us, plan_us; /* for verbose: what planning cost here */
     enum topo_source source; /* where the topology came from */
     struct dist_topo live; /* a live load, kept for the cache */
@@ -106,35 +107,68 @@ static int own_affinity (const struct dist_topo *t, hwloc_bitmap_t here)
 }
 
 /* The step's CPUs on this node: the job's cores, narrowed by what
- * slurmstepd may use (its cgroup) when the topology is this machine's. */
+ * slurmstepd may use (its cgroup) when the topology is this machine's.
+ * Cores that Slurm names but the machine lacks mean that slurm.conf
+ * describes the node with more CPUs than it has: Slurm's numbers say
+ * nothing about this machine then, and the step is planned on what
+ * slurmstepd may use, with a warning that names them. */
 static int step_cpus (spank_t sp, const struct dist_topo *t, hwloc_bitmap_t allowed,
                       hwloc_bitmap_t here)
 {
-    char *cores = NULL, err[DIST_ERR_MAX];
-    hwloc_bitmap_t both;
+    char *cores = NULL, err[DIST_ERR_MAX], gone[128], mine[128];
+    hwloc_bitmap_t missing = hwloc_bitmap_alloc (), both = hwloc_bitmap_alloc ();
+    int nmissing, rc = -1;
+    bool have_here;
 
+    if (missing == NULL || both == NULL)
+        goto out;
     if (spank_get_item (sp, S_JOB_ALLOC_CORES, &cores) != ESPANK_SUCCESS || cores == NULL) {
         warn ("%s", "Slurm did not give the job's cores: CPUs not bound");
-        return -1;
+        goto out;
     }
-    if (dist_topo_cores_cpuset (t, cores, allowed, err, sizeof (err)) < 0) {
+    nmissing = dist_topo_cores_cpuset (t, cores, allowed, missing, err, sizeof (err));
+    if (nmissing < 0) {
         warn ("%s", err);
-        return -1;
+        goto out;
     }
-    if (own_affinity (t, here) == 0) {
-        both = hwloc_bitmap_alloc ();
-        if (both != NULL) {
-            hwloc_bitmap_and (both, allowed, here);
-            if (!hwloc_bitmap_iszero (both))
-                hwloc_bitmap_copy (allowed, both);
-            hwloc_bitmap_free (both);
+    have_here = own_affinity (t, here) == 0;
+    if (have_here)
+        hwloc_bitmap_and (both, here, hwloc_topology_get_topology_cpuset (t->topo));
+    if (nmissing > 0) {
+        hwloc_bitmap_list_snprintf (gone, sizeof (gone), missing);
+        if (have_here && !hwloc_bitmap_iszero (both))
+            hwloc_bitmap_copy (allowed, both);
+        if (hwloc_bitmap_iszero (allowed)) {
+            warn ("Slurm gave the job cores %.64s, but the topology has %d: CPUs not bound "
+                  "(slurm.conf may describe this node with more CPUs than it has: compare "
+                  "with slurmd -C)",
+                  cores, dist_topo_core_count (t));
+            goto out;
         }
+        hwloc_bitmap_list_snprintf (mine, sizeof (mine), allowed);
+        warn ("Slurm gave the job cores %.64s, but this machine has no core%s %.64s (it has "
+              "%d; slurm.conf describes the node with more CPUs than it has: compare with "
+              "slurmd -C): ranks planned on CPUs %.64s, %s",
+              cores, nmissing > 1 ? "s" : "", gone, dist_topo_core_count (t), mine,
+              have_here && hwloc_bitmap_isequal (allowed, both) ? "the ones this step may use"
+                                                                : "the job's cores it has");
+        rc = 0;
+        goto out;
+    }
+    if (have_here) {
+        hwloc_bitmap_and (both, allowed, here);
+        if (!hwloc_bitmap_iszero (both))
+            hwloc_bitmap_copy (allowed, both);
     }
     if (hwloc_bitmap_iszero (allowed)) {
         warn ("the job's cores (%.64s) are not in the topology: CPUs not bound", cores);
-        return -1;
+        goto out;
     }
-    return 0;
+    rc = 0;
+out:
+    hwloc_bitmap_free (missing);
+    hwloc_bitmap_free (both);
+    return rc;
 }
 
 static char *join_tokens (const int *pos, int n, char (*tokens)[64])
@@ -238,6 +272,7 @@ void dist_train_bind_plan (spank_t sp)
     }
     /* not a problem (the user oversubscribed on purpose), said in verbose */
     node.cpus_shared = plan.cpus_shared;
+    node.step_cpus = hwloc_bitmap_weight (allowed);
     dist_bind_plan_free (&plan);
 out:
     hwloc_bitmap_free (allowed);
@@ -294,7 +329,9 @@ static void report (spank_t sp, bool cpus_theirs, bool gpus_theirs)
                      : node.source == TOPO_LIVE_IO ? "live, with I/O devices"
                                                    : "live, without I/O devices");
     if (node.cpus_shared)
-        slurm_spank_log ("%s: %s: more ranks than CPUs: some ranks share CPUs", PLUGIN_NAME, host);
+        slurm_spank_log ("%s: %s: more ranks than CPUs (%d ranks, %d CPUs): one CPU each, "
+                         "shared evenly",
+                         PLUGIN_NAME, host, node.ntasks, node.step_cpus);
     slurm_spank_log ("%s: %s:   LOCAL_RANK  RANK  GPUS  CPUS  MEMS  NIC", PLUGIN_NAME, host);
     for (r = 0; r < node.ntasks && r < 64; r++) {
         const struct task_binding *tb = &node.task[r];

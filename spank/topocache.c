@@ -9,6 +9,8 @@
  * and sealed with its length and hash: a stale or corrupt one is ignored
  * (never parsed: hwloc's XML import crashes on some corrupt files) and
  * rewritten.
+ * It holds the whole machine: the step that saves it runs in its own cpuset,
+ * which must not become every later step's.
  * It is written atomically (a temporary file renamed into place) by root,
  * from the forked task of local rank 0 before it drops its privileges: the
  * step's own loading runs as the user, who cannot write there.  A step with
@@ -126,8 +128,11 @@ static bool load_cache (struct dist_topo *t, bool need_io)
         return false;
     }
     text[xmllen] = '\0';
-    ok = dist_topo_load_xml (t, text, (size_t) xmllen + 1, DIST_TOPO_IO | DIST_TOPO_THIS_SYSTEM,
-                             err, sizeof (err))
+    /* every CPU the cache holds, whatever cpuset this step (or the one that
+     * saved it) runs in: binding narrows to the step's CPUs itself */
+    ok = dist_topo_load_xml (t, text, (size_t) xmllen + 1,
+                             DIST_TOPO_IO | DIST_TOPO_THIS_SYSTEM | DIST_TOPO_WHOLE_MACHINE, err,
+                             sizeof (err))
          == 0;
     free (text);
     return ok;
@@ -355,6 +360,15 @@ void dist_train_topology_save (struct dist_topo *t, bool io)
     if (geteuid () != 0 || read_boot_id (boot, sizeof (boot)) < 0
         || dist_topo_cache_key (key, sizeof (key), boot, hwloc_get_api_version (), io) < 0)
         return;
+    /* The live load ran in the saving step's cpuset, and hwloc exports that
+     * as the machine's allowed CPUs: a later load would keep only those, and
+     * every later step on the node would be planned on the first one's CPUs.
+     * The cache is the whole machine, or nothing is saved. */
+    if (hwloc_topology_allow (t->topo, NULL, NULL, HWLOC_ALLOW_FLAG_ALL) < 0) {
+        slurm_verbose ("%s: topology not cached: hwloc cannot mark every CPU allowed: %m",
+                       PLUGIN_NAME);
+        return;
+    }
     if (hwloc_topology_export_xmlbuffer (t->topo, &xml, &len, 0) < 0)
         return;
     /* (len counts the NUL, which the file does without) */

@@ -55,7 +55,7 @@ static void print_plan (const struct dist_topo *t, const int *step_gpu,
                 rk->nic >= 0 ? t->nic[rk->nic].name : "-");
     }
     if (plan->cpus_shared)
-        printf ("(more ranks than CPUs: some ranks share CPUs)\n");
+        printf ("(more ranks than CPUs: one CPU each, shared evenly)\n");
 }
 
 int main (int argc, char **argv)
@@ -125,10 +125,20 @@ int main (int argc, char **argv)
     }
     allowed = hwloc_bitmap_alloc ();
     if (cores != NULL) {
-        if (dist_topo_cores_cpuset (&t, cores, allowed, err, sizeof (err)) < 0) {
+        hwloc_bitmap_t missing = hwloc_bitmap_alloc ();
+        char list[256];
+        if (dist_topo_cores_cpuset (&t, cores, allowed, missing, err, sizeof (err)) < 0) {
             fprintf (stderr, "dist-train-plan: --cores: %s\n", err);
             return 2;
         }
+        if (!hwloc_bitmap_iszero (missing)) {
+            hwloc_bitmap_list_snprintf (list, sizeof (list), missing);
+            fprintf (stderr,
+                     "dist-train-plan: --cores: the topology has no core %s (it has %d): "
+                     "left out\n",
+                     list, dist_topo_core_count (&t));
+        }
+        hwloc_bitmap_free (missing);
     } else {
         hwloc_bitmap_copy (allowed, hwloc_topology_get_topology_cpuset (t.topo));
     }

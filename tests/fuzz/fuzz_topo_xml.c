@@ -66,7 +66,7 @@ static void plan (const struct dist_topo *t, const char *cores, const int *gpu, 
     char err[DIST_ERR_MAX];
 
     err[0] = '\0';
-    if (dist_topo_cores_cpuset (t, cores, allowed, err, sizeof (err)) < 0) {
+    if (dist_topo_cores_cpuset (t, cores, allowed, NULL, err, sizeof (err)) < 0) {
         FUZZ_CHECK (err[0] != '\0');
         hwloc_bitmap_free (allowed);
         return;

@@ -1,12 +1,15 @@
 #!/usr/bin/env bats
-# topocache.bats - the per-boot topology cache on a 2-node cluster without a
-# site topology file: the first step loads the live machine and saves it,
-# later steps read the cache; stale, corrupt or foreign caches are ignored
-# and rewritten; a step without GPUs or NICs never walks the PCI bus.
+# topocache.bats - the live machine's topology on a 2-node cluster without a
+# site topology file, whose nodes declare 8 CPUs (this machine has 2).  The
+# per-boot cache: the first step loads the live machine and saves it, later
+# steps read the cache; stale, corrupt or foreign caches are ignored and
+# rewritten; a step without GPUs or NICs never walks the PCI bus.  Binding
+# when Slurm names cores the machine lacks.
 
 load helpers/common
 
 CACHE_DIR=/run/slurm-dist-train
+BIND_ENV="$TOP/tests/integration/helpers/bind-env"
 
 setup_file() {
     cluster_start 2
@@ -46,7 +49,7 @@ cache_key() {
     # root's file, nobody else may write it; keyed by this boot and hwloc
     [[ $(stat -c '%U %a' "$CACHE_DIR/topology-node1.xml") == "root 644" ]]
     [[ $(stat -c '%U %a' "$CACHE_DIR") == "root 755" ]]
-    [[ $(cache_key node1) == "format=2 hwloc=0x"*" boot=$(cat /proc/sys/kernel/random/boot_id) io=0" ]]
+    [[ $(cache_key node1) == "format=3 hwloc=0x"*" boot=$(cat /proc/sys/kernel/random/boot_id) io=0" ]]
     [[ -f $CACHE_DIR/topology-node2.xml ]]
     [[ $(source_of node1 -N2 -n2) == "from this node's cache" ]]
     [[ $(source_of node2 -N2 -n2) == "from this node's cache" ]]
@@ -102,4 +105,35 @@ cache_key() {
     [[ $(cache_key node1) == *" io=1" ]]
     # a cache with I/O devices serves a step without them
     [[ $second == "from this node's cache" ]]
+}
+
+@test "nodes that declare 8 CPUs on this 2-CPU machine: 2 ranks per node on different CPUs, and why" {
+    local holder line node out err lines
+    # core 0 of each node taken: the step gets Slurm's cores 1-2, and this
+    # machine has no core 2
+    holder=$(sbatch --parsable -o /dev/null -N2 --ntasks-per-node=1 --wrap 'sleep 120')
+    for _ in $(seq 50); do
+        [[ $(squeue -h -j "$holder" -o %T) == RUNNING ]] && break
+        sleep 0.2
+    done
+    out=$(timeout 60 srun --dist-train=verbose -N2 --ntasks-per-node=2 "$BIND_ENV" 2>"$BATS_TEST_TMPDIR/err") || {
+        cat "$BATS_TEST_TMPDIR/err" >&2
+        scancel "$holder"
+        return 1
+    }
+    scancel "$holder"
+    err=$(cat "$BATS_TEST_TMPDIR/err")
+    mapfile -t lines <<<"$out"
+    [ "${#lines[@]}" -eq 4 ]
+    for node in node1 node2; do
+        # one rank on each CPU, as planned
+        [[ $(for line in "${lines[@]}"; do
+            [[ $(field "$line" HOST) == "$node" ]] && field "$line" AFFINITY
+        done | sort | paste -sd,) == 0,1 ]]
+        for line in "${lines[@]}"; do
+            [[ $(field "$line" HOST) != "$node" ]] || [[ $(field "$line" CPUS) == "$(field "$line" AFFINITY)" ]]
+        done
+        [[ $err == *"warning: $node: Slurm gave the job cores 1-2, but this machine has no core 2 (it has 2; slurm.conf describes the node with more CPUs than it has: compare with slurmd -C): ranks planned on CPUs 0-1, the ones this step may use"* ]]
+    done
+    [[ $err != *"more ranks than CPUs"* ]]
 }

@@ -287,8 +287,30 @@ static void plan_ok (const struct dist_topo *t, hwloc_const_cpuset_t allowed, co
     assert_int_equal (plan->ngpus, ngpus);
 }
 
-/* Every rule of bind.h and issue 4 that holds for any plan, checked with
- * the recorded layout. */
+/* More ranks than CPUs: one PU each, and the ranks on each of the step's
+ * PUs differ by at most one, so no PU is idle while another runs two. */
+static void check_even_share (hwloc_const_cpuset_t allowed, const struct dist_bind_plan *p)
+{
+    int lo = p->ntasks, hi = 0, pu, r;
+
+    for (r = 0; r < p->ntasks; r++)
+        assert_int_equal (hwloc_bitmap_weight (p->rank[r].cpuset), 1);
+    hwloc_bitmap_foreach_begin (pu, allowed)
+    {
+        int n = 0;
+        for (r = 0; r < p->ntasks; r++)
+            n += hwloc_bitmap_isset (p->rank[r].cpuset, (unsigned) pu);
+        lo = n < lo ? n : lo;
+        hi = n > hi ? n : hi;
+    }
+    hwloc_bitmap_foreach_end ();
+    if (hi - lo > 1)
+        fail_msg ("%d ranks on %d PUs: %d to %d ranks per PU", p->ntasks,
+                  hwloc_bitmap_weight (allowed), lo, hi);
+}
+
+/* Every rule of bind.h that holds for any plan, checked with the recorded
+ * layout. */
 static void check_plan (const struct machine *m, const struct dist_topo *t,
                         hwloc_const_cpuset_t allowed, const int *step_gpu,
                         const struct dist_bind_plan *p)
@@ -376,6 +398,8 @@ static void check_plan (const struct machine *m, const struct dist_topo *t,
         assert_false (p->cpus_shared);
     else
         assert_true (p->cpus_shared);
+    if (W < T)
+        check_even_share (allowed, p);
 }
 
 /* The NUMA node of all of a rank's GPUs, or -1 when they span several. */
@@ -565,7 +589,7 @@ static void check_machine (const struct machine *m)
     check_topology (m, &t);
     all = hwloc_bitmap_dup (hwloc_topology_get_topology_cpuset (t.topo));
     part = hwloc_bitmap_alloc ();
-    assert_int_equal (dist_topo_cores_cpuset (&t, m->cores, part, err, sizeof (err)), 0);
+    assert_int_equal (dist_topo_cores_cpuset (&t, m->cores, part, NULL, err, sizeof (err)), 0);
     want = bitmap (m->cores_pus);
     assert_true (hwloc_bitmap_isequal (part, want));
     for (i = 0; i < t.ngpus; i++)
@@ -713,7 +737,7 @@ static void test_dgxa100_package_fallback (void **state)
     char err[256];
 
     load (&dgxa100, &t);
-    assert_int_equal (dist_topo_cores_cpuset (&t, "0,16-31,64-79", allowed, err, sizeof (err)), 0);
+    assert_int_equal (dist_topo_cores_cpuset (&t, "0,16-31,64-79", allowed, NULL, err, sizeof (err)), 0);
     assert_cpus (allowed, "0-1,32-63,128-159");
     plan_ok (&t, allowed, gpu, 1, 4, &p);
     check_plan (&dgxa100, &t, allowed, gpu, &p);
@@ -769,7 +793,7 @@ static void test_cts1_pascal_one_socket (void **state)
     assert_cpus (p.rank[1].nodeset, "0");
     assert_string_equal (t.nic[p.rank[1].nic].name, "mlx5_0");
     dist_bind_plan_free (&p);
-    assert_int_equal (dist_topo_cores_cpuset (&t, "18-35", s1, err, sizeof (err)), 0);
+    assert_int_equal (dist_topo_cores_cpuset (&t, "18-35", s1, NULL, err, sizeof (err)), 0);
     plan_ok (&t, s1, gpus, 2, 4, &p);
     check_plan (&pascal, &t, s1, gpus, &p);
     assert_cpus (p.rank[3].nodeset, "1");
@@ -821,6 +845,57 @@ static void test_dgx2_more_ranks_than_cpus (void **state)
     dist_topo_destroy (&t);
 }
 
+/* Regression: three ranks whose GPUs are on NUMA node 0 and one on NUMA
+ * node 1, on the two PUs of the test cluster's topology: the three shared
+ * PU 0 while PU 1 ran one rank.  Shared evenly: two ranks on each. */
+static void test_mini_more_ranks_than_cpus_evenly (void **state)
+{
+    struct dist_topo t;
+    struct dist_bind_plan p;
+    hwloc_bitmap_t allowed = bitmap ("0-1");
+    int gpus[] = {0, 1, 2};
+
+    load (&mini, &t);
+    plan_ok (&t, allowed, gpus, 3, 4, &p);
+    check_plan (&mini, &t, allowed, gpus, &p);
+    assert_true (p.cpus_shared);
+    /* in locality order: the first two ranks near GPUs 0-1 on PU 0 */
+    assert_cpus (p.rank[0].cpuset, "0");
+    assert_cpus (p.rank[1].cpuset, "0");
+    assert_cpus (p.rank[2].cpuset, "1");
+    assert_cpus (p.rank[3].cpuset, "1");
+    assert_cpus (p.rank[3].nodeset, "1");
+    dist_bind_plan_free (&p);
+    /* 5 ranks on 2 PUs: 3 and 2 */
+    plan_ok (&t, allowed, NULL, 0, 5, &p);
+    check_plan (&mini, &t, allowed, gpus, &p);
+    dist_bind_plan_free (&p);
+    hwloc_bitmap_free (allowed);
+    dist_topo_destroy (&t);
+}
+
+/* A node that slurm.conf describes with 8 CPUs on a machine of 2: Slurm's
+ * cores 0 and 4 are one core here, and core 4 is named as missing (the
+ * plugin then plans on the CPUs slurmstepd may use: spank/bind.c). */
+static void test_mini_cores_the_machine_lacks (void **state)
+{
+    struct dist_topo t;
+    hwloc_bitmap_t out = hwloc_bitmap_alloc (), missing = hwloc_bitmap_alloc ();
+    char err[256];
+
+    load (&mini, &t);
+    assert_int_equal (dist_topo_core_count (&t), 2);
+    assert_int_equal (dist_topo_cores_cpuset (&t, "0,4", out, missing, err, sizeof (err)), 1);
+    assert_cpus (out, "0");
+    assert_cpus (missing, "4");
+    assert_int_equal (dist_topo_cores_cpuset (&t, "2-7", out, missing, err, sizeof (err)), 6);
+    assert_true (hwloc_bitmap_iszero (out));
+    assert_cpus (missing, "2-7");
+    hwloc_bitmap_free (out);
+    hwloc_bitmap_free (missing);
+    dist_topo_destroy (&t);
+}
+
 /* Regression: ranks whose GPU's socket has no CPUs of the step took the
  * whole step's CPUs, on top of the ranks already placed there. */
 static void test_g4dn_homeless_ranks_do_not_overlap (void **state)
@@ -833,12 +908,12 @@ static void test_g4dn_homeless_ranks_do_not_overlap (void **state)
 
     load (&g4dn, &t);
     all_gpus (&t, gpus);
-    assert_int_equal (dist_topo_cores_cpuset (&t, "0-23", allowed, err, sizeof (err)), 0);
+    assert_int_equal (dist_topo_cores_cpuset (&t, "0-23", allowed, NULL, err, sizeof (err)), 0);
     plan_ok (&t, allowed, gpus, 8, 8, &p);
     check_plan (&g4dn, &t, allowed, gpus, &p);
     dist_bind_plan_free (&p);
     /* 6 PUs near GPUs 0-3 for 8 ranks, 48 near GPUs 4-7 */
-    assert_int_equal (dist_topo_cores_cpuset (&t, "0-2,24-47", allowed, err, sizeof (err)), 0);
+    assert_int_equal (dist_topo_cores_cpuset (&t, "0-2,24-47", allowed, NULL, err, sizeof (err)), 0);
     plan_ok (&t, allowed, gpus, 8, 16, &p);
     check_plan (&g4dn, &t, allowed, gpus, &p);
     assert_cpus (p.rank[0].cpuset, "0");
@@ -868,7 +943,7 @@ static void random_steps (const struct machine *m, unsigned seed, int steps)
                 hwloc_bitmap_or (allowed, allowed, core->cpuset);
         }
         if (hwloc_bitmap_iszero (allowed))
-            assert_int_equal (dist_topo_cores_cpuset (&t, "0", allowed, err, sizeof (err)), 0);
+            assert_int_equal (dist_topo_cores_cpuset (&t, "0", allowed, NULL, err, sizeof (err)), 0);
         /* the step's GPUs: a random subset, in a random order */
         for (i = 0; i < t.ngpus; i++)
             if (rand_r (&seed) % 3 != 0)
@@ -1027,7 +1102,7 @@ static void test_site_key (void **state)
     assert_int_equal (dist_topo_site_key (a, sizeof (a), BOOT_A, 0x20900, 0x803, 1234, 5000,
                                           1700000000, 5),
                       0);
-    assert_string_equal (a, "format=2 hwloc=0x20900 boot=" BOOT_A
+    assert_string_equal (a, "format=3 hwloc=0x20900 boot=" BOOT_A
                             " site=803:4d2:5000:1700000000.000000005");
     assert_int_equal (dist_topo_site_key (b, sizeof (b), BOOT_A, 0x20900, 0x803, 1234, 5000,
                                           1700000000, 6),
@@ -1339,26 +1414,34 @@ static void test_split_list (void **state)
 static void test_cores_cpuset (void **state)
 {
     struct dist_topo t;
-    hwloc_bitmap_t out = hwloc_bitmap_alloc ();
+    hwloc_bitmap_t out = hwloc_bitmap_alloc (), missing = hwloc_bitmap_alloc ();
     char err[256], list[1024];
     size_t off = 0;
     int i;
 
     load (&g4dn, &t);
-    assert_int_equal (dist_topo_cores_cpuset (&t, "0-23", out, err, sizeof (err)), 0);
+    assert_int_equal (dist_topo_cores_cpuset (&t, "0-23", out, NULL, err, sizeof (err)), 0);
     assert_cpus (out, "0-23,48-71");
-    assert_int_equal (dist_topo_cores_cpuset (&t, "0,47", out, err, sizeof (err)), 0);
+    assert_int_equal (dist_topo_cores_cpuset (&t, "0,47", out, NULL, err, sizeof (err)), 0);
     assert_cpus (out, "0,47-48,95");
-    /* cores the topology lacks are counted and left out */
-    assert_int_equal (dist_topo_cores_cpuset (&t, "46-50", out, err, sizeof (err)), 3);
+    /* cores the topology lacks are counted, left out and named */
+    assert_int_equal (dist_topo_cores_cpuset (&t, "46-50", out, NULL, err, sizeof (err)), 3);
     assert_cpus (out, "46-47,94-95");
-    assert_int_equal (dist_topo_cores_cpuset (&t, "65535", out, err, sizeof (err)), 1);
+    assert_int_equal (dist_topo_cores_cpuset (&t, "0,46-50,60", out, missing, err, sizeof (err)),
+                      4);
+    assert_cpus (out, "0,46-48,94-95");
+    assert_cpus (missing, "48-50,60");
+    assert_int_equal (dist_topo_cores_cpuset (&t, "1-2", out, missing, err, sizeof (err)), 0);
+    assert_true (hwloc_bitmap_iszero (missing));
+    assert_int_equal (dist_topo_cores_cpuset (&t, "65535", out, NULL, err, sizeof (err)), 1);
     assert_true (hwloc_bitmap_iszero (out));
     for (i = 0; i < 100; i++)
         off += (size_t) snprintf (list + off, sizeof (list) - off, "%s%d", i ? "," : "", i);
-    assert_int_equal (dist_topo_cores_cpuset (&t, list, out, err, sizeof (err)), 52);
+    assert_int_equal (dist_topo_cores_cpuset (&t, list, out, NULL, err, sizeof (err)), 52);
     assert_int_equal (hwloc_bitmap_weight (out), 96);
+    assert_int_equal (dist_topo_core_count (&t), 48);
     hwloc_bitmap_free (out);
+    hwloc_bitmap_free (missing);
     dist_topo_destroy (&t);
 }
 
@@ -1376,18 +1459,18 @@ static void test_cores_cpuset_bad (void **state)
     size_t i;
 
     load (&mini, &t);
-    assert_int_equal (dist_topo_cores_cpuset (&t, NULL, out, err, sizeof (err)), -1);
+    assert_int_equal (dist_topo_cores_cpuset (&t, NULL, out, NULL, err, sizeof (err)), -1);
     for (i = 0; i < sizeof (bad) / sizeof (bad[0]); i++) {
         err[0] = '\0';
-        if (dist_topo_cores_cpuset (&t, bad[i], out, err, sizeof (err)) != -1)
+        if (dist_topo_cores_cpuset (&t, bad[i], out, NULL, err, sizeof (err)) != -1)
             fail_msg ("'%s' parsed", bad[i]);
         assert_non_null (strstr (err, "does not parse"));
         assert_true (hwloc_bitmap_iszero (out));
     }
     memset (digits, '1', sizeof (digits) - 1);
     digits[sizeof (digits) - 1] = '\0';
-    assert_int_equal (dist_topo_cores_cpuset (&t, digits, out, err, sizeof (err)), -1);
-    assert_int_equal (dist_topo_cores_cpuset (&t, "0-1", out, err, sizeof (err)), 0);
+    assert_int_equal (dist_topo_cores_cpuset (&t, digits, out, NULL, err, sizeof (err)), -1);
+    assert_int_equal (dist_topo_cores_cpuset (&t, "0-1", out, NULL, err, sizeof (err)), 0);
     assert_cpus (out, "0-1");
     hwloc_bitmap_free (out);
     dist_topo_destroy (&t);
@@ -1424,6 +1507,8 @@ int main (void)
         cmocka_unit_test (test_split_list),
         cmocka_unit_test (test_step_gpus),
         cmocka_unit_test (test_cores_cpuset),
+        cmocka_unit_test (test_mini_more_ranks_than_cpus_evenly),
+        cmocka_unit_test (test_mini_cores_the_machine_lacks),
         cmocka_unit_test (test_cores_cpuset_bad),
         cmocka_unit_test (test_site_key),
         cmocka_unit_test (test_site_file_checked_in_a_child),
