@@ -97,6 +97,10 @@ void dist_train_bind_save_topology (spank_t sp);
 
 /* failfast.c: one failed task stops the step on every node */
 int dist_train_remote_task_exit (spank_t sp);
+/* Wait (at most 0.6 s) until slurmstepd has read what was written to fd, a pipe it
+ * forwards to srun, and a moment for srun to print it: srun drops output still on its way
+ * once it has had a failed step killed. */
+void dist_train_wait_forwarded (int fd);
 
 /* network.c */
 int dist_train_resolve_master (spank_t sp, const char *node, const char *node_addr,

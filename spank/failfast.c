@@ -105,7 +105,7 @@ static bool write_at_once (const char *msg, size_t len)
  * read; at most 0.5 s), then 0.1 s for it to reach srun (measured: without
  * the wait the line was lost in 4 runs of 5, with it in 0 of 10).  Only
  * ioctl and sleeps: nothing here can block on the pipe. */
-static void wait_until_forwarded (int fd)
+void dist_train_wait_forwarded (int fd)
 {
     int pending, i;
 
@@ -165,6 +165,6 @@ int dist_train_remote_task_exit (spank_t sp)
                        PLUGIN_NAME);
         return 0;
     }
-    wait_until_forwarded (STDERR_FILENO);
+    dist_train_wait_forwarded (STDERR_FILENO);
     return 0;
 }

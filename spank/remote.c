@@ -402,6 +402,8 @@ int dist_train_remote_task_init (spank_t sp)
 
     if (dist_train.error[0] != '\0') {
         slurm_error ("%s: %s", PLUGIN_NAME, dist_train.error);
+        /* the task fails now and fail fast stops the step: the line must reach srun */
+        dist_train_wait_forwarded (STDERR_FILENO);
         return -1;
     }
     if (!dist_train.active)
