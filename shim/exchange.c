@@ -25,13 +25,14 @@ struct slot {
     pmix_status_t status;
     uint8_t *bytes;
     size_t len;
+    uint64_t u64;
 };
 struct pending {
     pthread_mutex_t lock;
     pthread_cond_t done_cond;
     int outstanding;
     bool abandoned;
-    bool any_type; /* a get may find a value of any type (only its presence counts) */
+    bool want_u64; /* the gets look for a PMIX_UINT64, not a chunk */
     pmix_status_t status; /* of the fence */
     pmix_info_t *info; /* the gets' directives, or NULL */
     size_t ninfo;
@@ -118,7 +119,14 @@ static void fence_done (pmix_status_t status, void *cbdata)
     pending_done_locked (p);
 }
 
-static int fence (bool collect, uint64_t seq)
+/* Every fence of the shim is one kind: with data collection.  Slurm's default fence type
+ * ("mixed") runs a fence without PMIX_COLLECT_DATA on its tree, and a step of fewer nodes
+ * than TreeWidth gets no tree: each node completes such a fence alone, while a rank of
+ * another node has not called it.  A fence with data collection runs as a ring there and
+ * waits for every rank; it is the barrier too, and costs what a fence without data would
+ * (see the README's figures).  Where the step runs the tree for every fence, dtshim_init
+ * refuses (DTSHIM_ERR_FENCE). */
+static int fence (uint64_t seq)
 {
     pmix_proc_t job;
     pmix_info_t info;
@@ -132,11 +140,9 @@ static int fence (bool collect, uint64_t seq)
     p->outstanding = 1;
     PMIX_LOAD_PROCID (&job, shim_world.self.nspace, PMIX_RANK_WILDCARD);
     /* Slurm collects data whenever PMIX_COLLECT_DATA is present, whatever its value. */
-    if (collect)
-        PMIX_INFO_LOAD (&info, PMIX_COLLECT_DATA, &yes, PMIX_BOOL);
-    rc = PMIx_Fence_nb (&job, 1, collect ? &info : NULL, collect ? 1 : 0, fence_done, p);
-    if (collect)
-        PMIX_INFO_DESTRUCT (&info);
+    PMIX_INFO_LOAD (&info, PMIX_COLLECT_DATA, &yes, PMIX_BOOL);
+    rc = PMIx_Fence_nb (&job, 1, &info, 1, fence_done, p);
+    PMIX_INFO_DESTRUCT (&info);
     if (rc != PMIX_SUCCESS) {
         /* PMIX_OPERATION_SUCCEEDED: done at once, and no callback will come. */
         pending_free (p);
@@ -155,15 +161,10 @@ static int fence (bool collect, uint64_t seq)
     return DTSHIM_OK;
 }
 
-/* A barrier. Slurm's default fence type ("mixed") runs a fence without PMIX_COLLECT_DATA
- * on its tree, and a step of fewer nodes than TreeWidth gets no tree: each node completes
- * such a fence alone, while a rank of another node has not called it (issue 12 §1). A fence
- * with data collection runs as a ring there, waits for every rank, and costs what a fence
- * without data would (see the README's figures), so that is the barrier. Where the step
- * runs the tree for every fence, dtshim_init refuses (DTSHIM_ERR_FENCE). */
+/* A barrier: the shim's one kind of fence. */
 int shim_fence (uint64_t seq)
 {
-    return fence (true, seq);
+    return fence (seq);
 }
 
 /* Put size bytes at bytes under the key of chunk c of collective seq. */
@@ -186,7 +187,7 @@ int shim_exchange (enum shim_op op, const void *payload, size_t size, bool contr
     pmix_status_t rc = PMIX_SUCCESS;
 
     if (!contribute)
-        return fence (true, seq);
+        return fence (seq);
     if (size > SHIM_MAX_PAYLOAD)
         return shim_fail (DTSHIM_ERR_INVALID, "%zu bytes: more than the shim carries (%zu)", size,
                           SHIM_MAX_PAYLOAD);
@@ -203,7 +204,7 @@ int shim_exchange (enum shim_op op, const void *payload, size_t size, bool contr
                           PMIx_Error_string (rc));
     if ((rc = PMIx_Commit ()) != PMIX_SUCCESS)
         return shim_fail (DTSHIM_ERR_PMIX, "PMIx_Commit failed: %s", PMIx_Error_string (rc));
-    return fence (true, seq);
+    return fence (seq);
 }
 
 static void get_done (pmix_status_t status, pmix_value_t *kv, void *cbdata)
@@ -213,10 +214,13 @@ static void get_done (pmix_status_t status, pmix_value_t *kv, void *cbdata)
 
     pthread_mutex_lock (&p->lock);
     s->status = status;
-    if (status == PMIX_SUCCESS && !p->any_type && (kv == NULL || kv->type != PMIX_BYTE_OBJECT))
+    if (status == PMIX_SUCCESS
+        && (kv == NULL || kv->type != (p->want_u64 ? PMIX_UINT64 : PMIX_BYTE_OBJECT)))
         s->status = PMIX_ERR_TYPE_MISMATCH;
+    if (s->status == PMIX_SUCCESS && p->want_u64)
+        s->u64 = kv->data.uint64;
     /* kv belongs to PMIx and goes away when this returns. */
-    if (s->status == PMIX_SUCCESS && !p->any_type && !p->abandoned) {
+    if (s->status == PMIX_SUCCESS && !p->want_u64 && !p->abandoned) {
         s->len = kv->data.bo.size;
         s->bytes = malloc (s->len > 0 ? s->len : 1);
         if (s->bytes == NULL)
@@ -229,10 +233,10 @@ static void get_done (pmix_status_t status, pmix_value_t *kv, void *cbdata)
 
 /* Get the key in each of p's first n slots from ranks[i] (the key and p->info stay with p
  * until the callbacks have come), one after the other, before the deadline; with
- * stop_at_found, only until one is found. One at a time: PMIx 4 answers a get of a value its
- * shared-memory store holds at once, but a get that goes to the server (every get of
- * another rank's value with PMIx 5) waits about 40 ms for its answer when others are in
- * flight, 0.15 to 0.25 ms alone (measured with PMIx 4.2 and 5.0 on the test cluster: an
+ * stop_at_found (of PMIX_UINT64 values), only until one of at most seq is found. One at a
+ * time: PMIx 4 answers a get of a value its shared-memory store holds at once, but a get
+ * that goes to the server (every get of another rank's value with PMIx 5) waits about
+ * 40 ms for its answer when others are in flight, 0.15 to 0.25 ms alone (measured with PMIx 4.2 and 5.0 on the test cluster: an
  * allgather of 6 ranks took 50 ms with its gets all at once, 10 ms one by one). */
 static int get_each (struct pending *p, const int *ranks, size_t n, uint64_t seq,
                      bool stop_at_found)
@@ -256,7 +260,7 @@ static int get_each (struct pending *p, const int *ranks, size_t n, uint64_t seq
         }
         if ((rv = pending_wait (p, seq, "get")) != DTSHIM_OK)
             return rv;
-        if (stop_at_found && p->slots[i].status == PMIX_SUCCESS)
+        if (stop_at_found && p->slots[i].status == PMIX_SUCCESS && p->slots[i].u64 <= seq)
             break;
     }
     return DTSHIM_OK;
@@ -280,7 +284,12 @@ static int get_all (struct pending *p, const int *ranks, size_t n, const size_t 
     return DTSHIM_OK;
 }
 
-int shim_probe (const char *key, uint64_t seq, bool local, int *any)
+/* PMIX_IMMEDIATE: a key this client does not hold is asked of the node's server, which
+ * answers from what it holds and never waits for a key that was not put.  Never
+ * PMIX_OPTIONAL, which answers from this client alone: with PMIx 5 a client holds only what
+ * it fetched before.  Nor PMIX_GET_REFRESH_CACHE: with it, PMIx 5 (Slurm 24.11) answered "not
+ * found" for a key put before the fence, in every run of scripts/stress-preempt. */
+int shim_probe (const char *key, uint64_t seq, int *any)
 {
     struct pending *p;
     int *ranks, n = 0, rv;
@@ -301,8 +310,8 @@ int shim_probe (const char *key, uint64_t seq, bool local, int *any)
         return DTSHIM_ERR_NO_MEMORY;
     }
     p->ninfo = 1;
-    PMIX_INFO_LOAD (&p->info[0], local ? PMIX_OPTIONAL : PMIX_IMMEDIATE, &yes, PMIX_BOOL);
-    p->any_type = true;
+    PMIX_INFO_LOAD (&p->info[0], PMIX_IMMEDIATE, &yes, PMIX_BOOL);
+    p->want_u64 = true;
     for (int r = 0; r < shim_world.size; r++) {
         if (r == shim_world.rank)
             continue;
@@ -317,9 +326,9 @@ int shim_probe (const char *key, uint64_t seq, bool local, int *any)
     }
     for (int i = 0; i < n && rv == DTSHIM_OK; i++) {
         pmix_status_t st = p->slots[i].status;
-        if (st == PMIX_SUCCESS)
+        if (st == PMIX_SUCCESS && p->slots[i].u64 <= seq)
             *any = 1;
-        else if (st != PMIX_ERR_NOT_FOUND)
+        else if (st != PMIX_SUCCESS && st != PMIX_ERR_NOT_FOUND)
             rv = shim_fail (DTSHIM_ERR_PMIX, "PMIx_Get(%s of rank %d) failed: %s", key, ranks[i],
                             PMIx_Error_string (st));
     }

@@ -59,11 +59,11 @@ int shim_fence (uint64_t seq);
  * fetched before the deadline; free them with shim_pieces_free(). */
 int shim_read (enum shim_op op, uint64_t seq, int first, int count, struct shim_piece *out);
 void shim_pieces_free (struct shim_piece *pieces, int count);
-/* Whether any other rank has put key, as the data of the last collecting fence tell it: a get
- * from every other rank, one by one until one has it, before the deadline. local: with
- * PMIX_OPTIONAL, from what this client holds itself (right only where the client sees the
- * fence's data, as with PMIx 4's shared-memory store); else with PMIX_IMMEDIATE, from the
- * node's PMIx server, which answers from what it holds and never waits for a key not put. */
-int shim_probe (const char *key, uint64_t seq, bool local, int *any);
+/* Whether any other rank has put key (a PMIX_UINT64) with a value of at most seq, asked of
+ * the node's PMIx server after collective seq's fence: a get from every other rank, one by
+ * one until one has it, before the deadline.  A value put before that fence is there, on
+ * every node; one put later, by a rank already past it, may be there too and is left out.
+ * So every rank gets the same answer. */
+int shim_probe (const char *key, uint64_t seq, int *any);
 
 #endif

@@ -136,6 +136,15 @@ preempt_one_task() {
     [ "$(count 'rank [0-5]: first true at 1500$')" -eq 6 ]
 }
 
+@test "300 decisions under stress: a random rank signals at a random step, mixed and ring fences, 2 and 3 nodes" {
+    require_pmix
+    # the short form of scripts/stress-preempt (2,000 and more outside the suite)
+    run timeout 280 "$TOP/scripts/stress-preempt" --running 300 2 3
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(grep -c '^[23] nodes, fence \(mixed\|ring\): [0-9]* runs, [0-9]* decisions, 0 disagreements, 0 failed runs, ' <<<"$output")" -eq 4 ]
+}
+
 @test "scancel --signal=USR2 of the step: every rank stops at the same step" {
     require_pmix
     preempt_one_task USR2 step

@@ -1,6 +1,7 @@
 /* shim_bench - latency of libdtshim's barrier, 128-byte broadcast and 8-byte allgather, each
  * interleaved with the same exchange written with raw PMIx calls (put, commit, fence, get),
- * in one step. Rank 0 prints one line per pair. Used by scripts/bench-shim.
+ * in one step, and a preemption decision next to a barrier. Rank 0 prints one line per
+ * pair. Used by scripts/bench-shim.
  *   shim_bench [ITERATIONS]    (default 300) */
 #include <pmix.h>
 #include <stdint.h>
@@ -96,7 +97,7 @@ static void report (const char *name, double *t, int n)
 int main (int argc, char **argv)
 {
     int n = argc > 1 ? atoi (argv[1]) : 300, warm = 20, key = 0;
-    double *t[6], t0;
+    double *t[8], t0;
     uint8_t id[128], word[8], *words;
     pmix_status_t rc;
 
@@ -108,11 +109,24 @@ int main (int argc, char **argv)
     rank = dtshim_rank ();
     size = dtshim_size ();
     words = malloc (sizeof (word) * (size_t) size);
-    for (int k = 0; k < 6; k++)
+    for (int k = 0; k < 8; k++)
         t[k] = calloc ((size_t) (n + warm), sizeof (double));
     memset (id, 7, sizeof (id));
     memset (word, rank, sizeof (word));
 
+    /* One preemption decision (nobody asked: the common case) next to a barrier, first:
+     * it puts nothing, and the pairs after it put keys that every later fence carries. */
+    for (int i = 0; i < n + warm; i++) {
+        int at = i - warm < 0 ? 0 : i - warm;
+
+        t0 = now_us ();
+        dtshim_barrier ();
+        t[6][at] = now_us () - t0;
+        t0 = now_us ();
+        if (dtshim_should_preempt () != 0)
+            die ("dtshim_should_preempt", 0);
+        t[7][at] = now_us () - t0;
+    }
     /* Each pair interleaved, so that both see the same cluster and the same PMIx store;
 	 * the pairs one after the other. Every fence here collects data: dtshim_barrier is a
 	 * fence with data, and a raw fence without data is no barrier under Slurm's PMIx. */
@@ -166,6 +180,8 @@ int main (int argc, char **argv)
     report ("dtshim_broadcast 128 B", t[3], n);
     report ("raw PMIx allgather 8 B/rank", t[4], n);
     report ("dtshim_allgather 8 B/rank", t[5], n);
+    report ("dtshim_barrier (beside the decision)", t[6], n);
+    report ("dtshim_should_preempt (none asked)", t[7], n);
     PMIx_Finalize (NULL, 0);
     dtshim_finalize ();
     return 0;
