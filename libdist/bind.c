@@ -154,7 +154,7 @@ static void split_pool (const struct dist_topo *t, hwloc_const_cpuset_t pool, co
     }
 }
 
-/* For qsort_r: ranks by the first PU (logical order) of their place, then
+/* For qsort: ranks by the first PU (logical order) of their place, then
  * by rank. */
 struct rank_key {
     int rank;
