@@ -39,6 +39,7 @@ static struct {
     int ntasks;
     struct task_binding *task;
     char warning[DIST_ERR_MAX]; /* why binding was skipped or limited */
+    bool cpus_asked; /* the user gave srun --cpu-bind */
     bool cpus_shared; /* for verbose: more ranks than CPUs */
     int step_cpus; /* for verbose: the CPUs the plan divides */
     double load_us, plan_us; /* for verbose: what planning cost here */
@@ -223,6 +224,16 @@ static int fill_task (const struct dist_topo *t, const struct dist_bind_plan *pl
     return 0;
 }
 
+/* Asked in user_init, before the tasks exist: srun puts SLURM_CPU_BIND in
+ * the step's environment only for a --cpu-bind the user gave, while
+ * task/affinity writes it into every task's environment, also when it binds
+ * by its own default. */
+static bool user_bound_cpus (spank_t sp)
+{
+    char v[256];
+    return spank_getenv (sp, "SLURM_CPU_BIND", v, sizeof (v)) == ESPANK_SUCCESS;
+}
+
 void dist_train_bind_plan (spank_t sp)
 {
     struct dist_topo t;
@@ -234,6 +245,7 @@ void dist_train_bind_plan (spank_t sp)
     double t0, t1;
 
     memset (&node, 0, sizeof (node));
+    node.cpus_asked = user_bound_cpus (sp);
     if (dist_config_bind (&dist_train.cfg) == DIST_BIND_NONE)
         return;
     if (spank_get_item (sp, S_JOB_LOCAL_TASK_COUNT, &ntasks) != ESPANK_SUCCESS || ntasks == 0)
@@ -295,12 +307,6 @@ void dist_train_bind_save_topology (spank_t sp)
         dist_train_topology_save (&node.live, node.source == TOPO_LIVE_IO);
 }
 
-static bool user_bound_cpus (spank_t sp)
-{
-    char v[256];
-    return spank_getenv (sp, "SLURM_CPU_BIND", v, sizeof (v)) == ESPANK_SUCCESS;
-}
-
 static bool user_bound_gpus (spank_t sp)
 {
     char v[256];
@@ -347,7 +353,7 @@ static void report (spank_t sp, bool cpus_theirs, bool gpus_theirs)
 void dist_train_bind_task (spank_t sp, int local_rank, uint32_t *omp_threads)
 {
     enum dist_bind mode = dist_config_bind (&dist_train.cfg);
-    bool cpus_theirs = user_bound_cpus (sp), gpus_theirs = user_bound_gpus (sp);
+    bool cpus_theirs = node.cpus_asked, gpus_theirs = user_bound_gpus (sp);
     struct task_binding *tb;
     char device[16];
     double t0;

@@ -3,7 +3,9 @@
 # machine's 2 CPUs, 4 placeholder GPUs each (gres), and the topology
 # tests/topologies/minicluster-4gpu.xml: PU 0 on NUMA 0 with GPUs 0000:1b and
 # 0000:3d, PU 1 on NUMA 1 with GPUs 0000:89 and 0000:b2 and the NIC mlx5_0.
-# The affinity each task reports comes from /proc/self/status.
+# The affinity each task reports comes from /proc/self/status.  It runs under
+# both cluster profiles (MINICLUSTER_PROFILE=site: task/affinity and
+# ConstrainDevices).
 
 load helpers/common
 
@@ -58,11 +60,23 @@ run_bind_env() {
     printf '%s\n' "${lines[@]}"
 }
 
-# The bus id of the GPU at position $2 of CUDA_VISIBLE_DEVICES $1.
+# The bus id of the GPU that CUDA takes for position $2 of a task line's
+# CUDA_VISIBLE_DEVICES: CUDA numbers the GPUs the task may open (DEVS) in PCI
+# order, and CUDA_VISIBLE_DEVICES indexes that list.  Without a device cgroup
+# that is every GPU; under ConstrainDevices (the site profile), Slurm's local
+# indices.
 visible_bus() {
-    local -a tok
-    IFS=, read -r -a tok <<<"$1"
-    echo "${BUS[${tok[$2]}]}"
+    local line=$1 pos=$2 tok devs
+    IFS=, read -r -a tok <<<"$(field "$line" CVD)"
+    IFS=, read -r -a devs <<<"$(field "$line" DEVS)"
+    echo "${BUS[${devs[${tok[$pos]}]}]}"
+}
+
+# What Slurm itself binds local rank $1 of a 2-task step on one node to: nothing
+# without a task plugin (the default profile); its own core under task/affinity
+# (the site profile).
+slurm_affinity() {
+    if [[ ${MINICLUSTER_PROFILE:-} == site ]]; then echo "$1"; else echo 0-1; fi
 }
 
 @test "-N2 -n4, 4 GPUs per node: each rank gets the GPUs of one NUMA node and its CPU" {
@@ -79,7 +93,7 @@ visible_bus() {
             [[ $(field "$line" CPUS) == 1 && $(field "$line" MEMS) == 1 ]]
         fi
         # cudaSetDevice(LOCAL_RANK) lands on the rank's first GPU, all 4 stay visible
-        [[ $(visible_bus "$(field "$line" CVD)" "$lr") == "$(field "$line" GPUS | cut -d, -f1)" ]]
+        [[ $(visible_bus "$line" "$lr") == "$(field "$line" GPUS | cut -d, -f1)" ]]
         [[ $(tr ',' '\n' <<<"$(field "$line" CVD)" | sort -n | paste -sd,) == 0,1,2,3 ]]
         [[ $(field "$line" ORDER) == PCI_BUS_ID ]]
         # the shim's NCCL setup takes this device: the rank's first GPU
@@ -100,7 +114,7 @@ visible_bus() {
     local r
     for r in 0 1 2 3; do
         [[ $(field "${lines[r]}" GPUS) == "${BUS[r]}" ]]
-        [[ $(visible_bus "$(field "${lines[r]}" CVD)" "$r") == "${BUS[r]}" ]]
+        [[ $(visible_bus "${lines[r]}" "$r") == "${BUS[r]}" ]]
         [[ $(field "${lines[r]}" AFFINITY) == $((r / 2)) ]]
     done
     [[ $err == *"more ranks than CPUs"* ]]
@@ -116,7 +130,7 @@ visible_bus() {
     done
     bind_step --dist-train -N1 -w node1 -n1 --gres=gpu:2
     scancel "$holder"
-    [[ $(field "${lines[0]}" CVD) == 2,3 ]]
+    [[ $(visible_bus "${lines[0]}" 0) == "${BUS[2]}" && $(visible_bus "${lines[0]}" 1) == "${BUS[3]}" ]]
     [[ $(field "${lines[0]}" GPUS) == "${BUS[2]},${BUS[3]}" ]]
     [[ $(field "${lines[0]}" AFFINITY) == 1 ]]
 }
@@ -138,17 +152,18 @@ visible_bus() {
 @test "without --dist-train nothing is bound" {
     bind_step -N1 -n2 --gres=gpu:4
     [[ $(field "${lines[0]}" CVD) == 0,1,2,3 && $(field "${lines[1]}" CVD) == 0,1,2,3 ]]
-    [[ $(field "${lines[0]}" AFFINITY) == 0-1 && $(field "${lines[1]}" AFFINITY) == 0-1 ]]
+    [[ $(field "${lines[0]}" AFFINITY) == "$(slurm_affinity 0)" ]]
+    [[ $(field "${lines[1]}" AFFINITY) == "$(slurm_affinity 1)" ]]
     [[ $(field "${lines[0]}" GPUS) == unset && $(field "${lines[0]}" ORDER) == unset ]]
 }
 
 @test "bind=gpu orders GPUs only; bind=cpu binds CPUs only; bind=none neither" {
     bind_step --dist-train=bind=gpu -N1 -n2 --gres=gpu:4
-    [[ $(field "${lines[1]}" CVD) != 0,1,2,3 && $(field "${lines[1]}" AFFINITY) == 0-1 ]]
+    [[ $(field "${lines[1]}" CVD) != 0,1,2,3 && $(field "${lines[1]}" AFFINITY) == "$(slurm_affinity 1)" ]]
     bind_step --dist-train=bind=cpu -N1 -n2 --gres=gpu:4
     [[ $(field "${lines[1]}" CVD) == 0,1,2,3 && $(field "${lines[1]}" AFFINITY) == 1 ]]
     bind_step --dist-train=torch,bind=none -N1 -n2 --gres=gpu:4
-    [[ $(field "${lines[1]}" CVD) == 0,1,2,3 && $(field "${lines[1]}" AFFINITY) == 0-1 ]]
+    [[ $(field "${lines[1]}" CVD) == 0,1,2,3 && $(field "${lines[1]}" AFFINITY) == "$(slurm_affinity 1)" ]]
     [[ $(field "${lines[1]}" CPUS) == unset && $(field "${lines[1]}" RANK) == 1 ]]
 }
 
@@ -161,7 +176,7 @@ visible_bus() {
 @test "the site's bind=none turns binding off, even when the user asks" {
     plugstack "topology=$GPU_XML" bind=none
     bind_step --dist-train=bind=auto -N1 -n2 --gres=gpu:4
-    [[ $(field "${lines[1]}" CVD) == 0,1,2,3 && $(field "${lines[1]}" AFFINITY) == 0-1 ]]
+    [[ $(field "${lines[1]}" CVD) == 0,1,2,3 && $(field "${lines[1]}" AFFINITY) == "$(slurm_affinity 1)" ]]
     [[ $(field "${lines[1]}" MASTER_ADDR) != unset ]]
 }
 
@@ -175,7 +190,7 @@ visible_bus() {
 
 @test "the user's --gpus-per-task and --cpu-bind are respected, and verbose says so" {
     bind_step --dist-train=verbose -N1 -n2 --gpus-per-task=1 --cpu-bind=none
-    [[ $(field "${lines[0]}" CVD) == 0 && $(field "${lines[1]}" CVD) == 1 ]]
+    [[ $(visible_bus "${lines[0]}" 0) == "${BUS[0]}" && $(visible_bus "${lines[1]}" 0) == "${BUS[1]}" ]]
     [[ $(field "${lines[1]}" AFFINITY) == 0-1 ]]
     [[ $err == *"GPUs left as Slurm bound them"* ]]
     [[ $err == *"CPUs left as Slurm bound them"* ]]
@@ -254,6 +269,6 @@ topology_source() {
     plugstack
     bind_step --dist-train -N1 -n2 --gres=gpu:2
     [[ $(field "${lines[1]}" RANK) == 1 && $(field "${lines[1]}" CVD) == 0,1 ]]
-    [[ $(field "${lines[1]}" AFFINITY) == 0-1 ]]
+    [[ $(field "${lines[1]}" AFFINITY) == "$(slurm_affinity 1)" ]]
     [[ $err == *"Slurm gave the step GPU 0 but the topology has 0 NVIDIA GPUs"* ]]
 }
