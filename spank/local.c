@@ -70,6 +70,23 @@ static void node_addr (const char *node, char *addr, size_t addrsz)
     slurm_free_node_info_msg (msg);
 }
 
+int dist_train_local_check (spank_t sp)
+{
+    (void) sp;
+    if (dist_train.cfg.profile == DIST_PROFILE_OFF)
+        return 0;
+    if (dist_config_preflight (&dist_train.cfg) && !dist_compat_has_prepend_task_argv ()) {
+        slurm_error ("%s: --dist-train=preflight (or the site's preflight=on) needs Slurm 23.11 "
+                     "or later, which can run dist-train-doctor before the program; this is "
+                     "Slurm %d.%02d: run the check yourself with `srun --dist-train ... "
+                     "dist-train-doctor`, or use --dist-train=preflight=off",
+                     PLUGIN_NAME, SLURM_VERSION_MAJOR (SLURM_VERSION_NUMBER),
+                     SLURM_VERSION_MINOR (SLURM_VERSION_NUMBER));
+        return -1;
+    }
+    return 0;
+}
+
 int dist_train_local_user_init (spank_t sp)
 {
     struct dist_handover h;
@@ -83,15 +100,6 @@ int dist_train_local_user_init (spank_t sp)
         || spank_get_item (sp, S_JOB_STEPID, &h.step_id) != ESPANK_SUCCESS
         || !dist_train_is_training_step (h.step_id))
         return 0;
-    if (dist_config_preflight (&dist_train.cfg) && !dist_compat_has_prepend_task_argv ()) {
-        slurm_error ("%s: --dist-train=preflight (or the site's preflight=on) needs Slurm 23.11 "
-                     "or later, which can run dist-train-doctor before the program; this is "
-                     "Slurm %d.%02d: run the check yourself with `srun --dist-train ... "
-                     "dist-train-doctor`, or use --dist-train=preflight=off",
-                     PLUGIN_NAME, SLURM_VERSION_MAJOR (SLURM_VERSION_NUMBER),
-                     SLURM_VERSION_MINOR (SLURM_VERSION_NUMBER));
-        return -1;
-    }
     h.fail_fast = dist_config_fail_fast (&dist_train.cfg);
     if (h.fail_fast)
         dist_compat_srun_kill_on_bad_exit ();

@@ -88,7 +88,12 @@ int slurm_spank_init_post_opt (spank_t sp, int ac, char **av)
 
     if (ctx != S_CTX_LOCAL && ctx != S_CTX_REMOTE && ctx != S_CTX_ALLOCATOR)
         return 0;
-    return dist_train_apply_env_default (sp);
+    if (dist_train_apply_env_default (sp) < 0)
+        return -1;
+    /* srun refuses here, before it creates the step: a step that srun made
+     * and then abandoned holds its allocation's resources until the job
+     * ends (Slurm 22.05), and every later srun in it waits. */
+    return ctx == S_CTX_LOCAL ? dist_train_local_check (sp) : 0;
 }
 
 int slurm_spank_local_user_init (spank_t sp, int ac, char **av)

@@ -310,6 +310,26 @@ static void read_srun_handover (spank_t sp, const struct dist_step *step)
         memset (&dist_train.srun, 0, sizeof (dist_train.srun));
 }
 
+/* Whether this is one component of a heterogeneous step (srun
+ * --het-group=0,1, or srun A : B).  Each component reaches the nodes as a
+ * step of its own, with its own task count and ranks, while the tasks'
+ * environment counts all components' tasks; in a step of one component,
+ * also one of a heterogeneous job, the two agree. */
+static bool heterogeneous_step (spank_t sp)
+{
+    char het[32], all[32], *end;
+    uint32_t mine;
+    unsigned long n;
+
+    if (spank_getenv (sp, "SLURM_HET_SIZE", het, sizeof (het)) != ESPANK_SUCCESS
+        || spank_getenv (sp, "SLURM_NTASKS", all, sizeof (all)) != ESPANK_SUCCESS
+        || spank_get_item (sp, S_JOB_TOTAL_TASK_COUNT, &mine) != ESPANK_SUCCESS)
+        return false;
+    errno = 0;
+    n = strtoul (all, &end, 10);
+    return errno == 0 && end != all && *end == '\0' && n != mine;
+}
+
 int dist_train_remote_user_init (spank_t sp)
 {
     struct dist_step *step = &dist_train.step;
@@ -328,6 +348,13 @@ int dist_train_remote_user_init (spank_t sp)
     }
     if (dist_train.error[0] != '\0')
         return 0;
+    if (heterogeneous_step (sp)) {
+        dist_train_defer_error ("a heterogeneous step (srun --het-group=0,1, or A : B) is not "
+                                "supported: its components get no one world. Use one component "
+                                "per step (srun --het-group=N --dist-train), or set RANK, "
+                                "WORLD_SIZE and MASTER_ADDR yourself");
+        return 0;
+    }
     read_srun_handover (sp, step);
     if (collect_step (sp, step) == 0
         && (dist_train.cfg.profile != DIST_PROFILE_TF || build_tf_config (sp, step) == 0)) {

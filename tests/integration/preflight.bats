@@ -47,6 +47,11 @@ teardown() {
     [ "$status" -ne 0 ]
     [[ $output == *"--dist-train=preflight (or the site's preflight=on) needs Slurm 23.11 or later"*"run the check yourself with \`srun --dist-train ... dist-train-doctor\`"* ]]
     [[ ! -e $MINICLUSTER_DIR/ran ]]
+    # refused before srun makes the step: in an allocation, no step is left
+    # holding its resources, and the next srun runs at once
+    run timeout 90 salloc -N1 -n1 bash -c 'srun --dist-train=preflight true; timeout 20 srun echo next-ran'
+    echo "$output"
+    [[ $output == *"needs Slurm 23.11 or later"* && $output == *next-ran* ]]
     # the site's default the same; a user's preflight=off still runs
     plugstack preflight=on
     run timeout 60 srun --dist-train -N1 -n1 true
