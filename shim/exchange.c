@@ -236,8 +236,9 @@ static void get_done (pmix_status_t status, pmix_value_t *kv, void *cbdata)
  * stop_at_found (of PMIX_UINT64 values), only until one of at most seq is found. One at a
  * time: PMIx 4 answers a get of a value its shared-memory store holds at once, but a get
  * that goes to the server (every get of another rank's value with PMIx 5) waits about
- * 40 ms for its answer when others are in flight, 0.15 to 0.25 ms alone (measured with PMIx 4.2 and 5.0 on the test cluster: an
- * allgather of 6 ranks took 50 ms with its gets all at once, 10 ms one by one). */
+ * 40 ms for its answer when others are in flight, 0.15 to 0.25 ms alone (measured with
+ * PMIx 4.2 and 5.0 on the test cluster: an allgather of 6 ranks took 50 ms with its gets all
+ * at once, 10 ms one by one). */
 static int get_each (struct pending *p, const int *ranks, size_t n, uint64_t seq,
                      bool stop_at_found)
 {

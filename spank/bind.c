@@ -224,14 +224,24 @@ static int fill_task (const struct dist_topo *t, const struct dist_bind_plan *pl
     return 0;
 }
 
-/* Asked in user_init, before the tasks exist: srun puts SLURM_CPU_BIND in
- * the step's environment only for a --cpu-bind the user gave, while
- * task/affinity writes it into every task's environment, also when it binds
- * by its own default. */
+/* Asked once per node in user_init, before the tasks exist: srun puts
+ * SLURM_CPU_BIND in the step's environment only for a --cpu-bind the user
+ * gave, while task/affinity writes it into every task's environment, also
+ * when it binds by its own default. */
 static bool user_bound_cpus (spank_t sp)
 {
     char v[256];
     return spank_getenv (sp, "SLURM_CPU_BIND", v, sizeof (v)) == ESPANK_SUCCESS;
+}
+
+/* Asked in each task, not once in user_init: there, a step of srun
+ * --gpus-per-task=1 --cpu-bind=none was not yet seen as one (Slurm 22.05). */
+static bool user_bound_gpus (spank_t sp)
+{
+    char v[256];
+    return (spank_getenv (sp, "SLURMD_TRES_BIND", v, sizeof (v)) == ESPANK_SUCCESS
+            && strstr (v, "gpu") != NULL)
+           || spank_getenv (sp, "SLURM_GPUS_PER_TASK", v, sizeof (v)) == ESPANK_SUCCESS;
 }
 
 void dist_train_bind_plan (spank_t sp)
@@ -305,14 +315,6 @@ void dist_train_bind_save_topology (spank_t sp)
     dist_train_topology_save_site ();
     if (node.live.topo != NULL)
         dist_train_topology_save (&node.live, node.source == TOPO_LIVE_IO);
-}
-
-static bool user_bound_gpus (spank_t sp)
-{
-    char v[256];
-    return (spank_getenv (sp, "SLURMD_TRES_BIND", v, sizeof (v)) == ESPANK_SUCCESS
-            && strstr (v, "gpu") != NULL)
-           || spank_getenv (sp, "SLURM_GPUS_PER_TASK", v, sizeof (v)) == ESPANK_SUCCESS;
 }
 
 static void report (spank_t sp, bool cpus_theirs, bool gpus_theirs)

@@ -68,7 +68,7 @@ void dist_train_layout_free (struct step_layout *layout);
 /* local.c (srun): rank 0's node, its NodeAddr, fail fast, handed over */
 /* srun, after its options and before it creates the step: what refuses the
  * step outright (-1). */
-int dist_train_local_check (spank_t sp);
+int dist_train_local_check (void);
 int dist_train_local_user_init (spank_t sp);
 
 /* remote.c (slurmstepd) */

@@ -70,9 +70,8 @@ static void node_addr (const char *node, char *addr, size_t addrsz)
     slurm_free_node_info_msg (msg);
 }
 
-int dist_train_local_check (spank_t sp)
+int dist_train_local_check (void)
 {
-    (void) sp;
     if (dist_train.cfg.profile == DIST_PROFILE_OFF)
         return 0;
     if (dist_config_preflight (&dist_train.cfg) && !dist_compat_has_prepend_task_argv ()) {

@@ -93,7 +93,7 @@ int slurm_spank_init_post_opt (spank_t sp, int ac, char **av)
     /* srun refuses here, before it creates the step: a step that srun made
      * and then abandoned holds its allocation's resources until the job
      * ends (Slurm 22.05), and every later srun in it waits. */
-    return ctx == S_CTX_LOCAL ? dist_train_local_check (sp) : 0;
+    return ctx == S_CTX_LOCAL ? dist_train_local_check () : 0;
 }
 
 int slurm_spank_local_user_init (spank_t sp, int ac, char **av)
