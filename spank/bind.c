@@ -390,9 +390,9 @@ void dist_train_bind_task (spank_t sp, int local_rank, uint32_t *omp_threads)
         if (dist_train.cfg.nic_auto) {
             char value[DIST_NICNAME_MAX + 2];
             snprintf (value, sizeof (value), "=%s", tb->nic);
-            spank_setenv (sp, "NCCL_IB_HCA", value, 0);
+            (void) dist_train_set_default (sp, "NCCL_IB_HCA", value);
             snprintf (value, sizeof (value), "%s:1", tb->nic);
-            spank_setenv (sp, "UCX_NET_DEVICES", value, 0);
+            (void) dist_train_set_default (sp, "UCX_NET_DEVICES", value);
         }
     }
     if (dist_train.cfg.verbose && local_rank == 0)

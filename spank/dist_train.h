@@ -8,6 +8,7 @@
 #define DIST_TRAIN_H
 
 #include <stdbool.h>
+#include <sys/types.h>
 #include <slurm/spank.h>
 
 #include "compat.h"
@@ -16,6 +17,13 @@
 #include "libdist/handover.h"
 
 #define PLUGIN_NAME "dist-train"
+
+/* A variable of the contract that srun's environment had: the user's. */
+struct dist_user_var {
+    const char *name;           /* (a literal of env.c or container.c) */
+    char *value;                /* malloc'ed */
+};
+#define DIST_USER_VARS_MAX (DIST_ENV_MAX + 8)
 
 struct dist_train {
     struct dist_config cfg;
@@ -27,6 +35,10 @@ struct dist_train {
     char *tf_config;            /* remote, tf profile: TF_CONFIG up to the index */
     struct dist_handover srun;  /* remote: what srun worked out for this step */
     bool have_srun;             /* remote: srun handed it over (local.c) */
+    struct dist_user_var user_vars[DIST_USER_VARS_MAX]; /* remote: the user's values */
+    size_t n_user_vars;
+    ino_t stepd_mount_ns;       /* remote: slurmstepd's mount namespace, 0 unknown */
+    bool container_asked;       /* remote: pyxis's --container-image/-name given */
 };
 
 extern struct dist_train dist_train;
@@ -97,6 +109,22 @@ void dist_train_topology_save (struct dist_topo *t, bool io);
 /* As root: save the checked copy of plugstack topology= this step made, if any. */
 void dist_train_topology_save_site (void);
 void dist_train_bind_save_topology (spank_t sp);
+
+/* container.c: the plugin's values in a container (pyxis) */
+/* user_init: the user's values of the contract's variables, and whether a
+ * container plugin will start the tasks in a container. */
+void dist_train_container_note (spank_t sp, const struct dist_step *step);
+void dist_train_container_release (void);
+/* task_init: set a variable the user may choose, to the user's value when
+ * srun's environment had one, else to value; either replaces what another
+ * plugin put there since. */
+int dist_train_set_default (spank_t sp, const char *name, const char *value);
+enum dist_container {
+    DIST_NO_CONTAINER,     /* no container asked for */
+    DIST_IN_CONTAINER,     /* task_init runs in the container's mount namespace */
+    DIST_CONTAINER_LATER,  /* asked for, and entered after this plugin's task_init */
+};
+enum dist_container dist_train_container_state (void);
 
 /* failfast.c: one failed task stops the step on every node */
 int dist_train_remote_task_exit (spank_t sp);

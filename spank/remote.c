@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <slurm/slurm.h>
 #include <slurm/spank.h>
@@ -359,6 +360,7 @@ int dist_train_remote_user_init (spank_t sp)
     if (collect_step (sp, step) == 0
         && (dist_train.cfg.profile != DIST_PROFILE_TF || build_tf_config (sp, step) == 0)) {
         dist_train.active = true;
+        dist_train_container_note (sp, step);
         dist_train_bind_plan (sp);
     }
     return 0;
@@ -420,9 +422,25 @@ static void report_step (spank_t sp)
     report_ranks (sp, st);
 }
 
+/* preflight in a container: the doctor runs there, from the image's files. */
+static int doctor_in_container (void)
+{
+    const char *doctor = dist_train.cfg.doctor;
+
+    /* (a bare name is looked up on the task's PATH when it execs) */
+    if (strchr (doctor, '/') == NULL || access (doctor, X_OK) == 0)
+        return 0;
+    slurm_error ("%s: preflight: the container has no %s: install slurm-dist-train in the "
+                 "image, or mount it with --container-mounts=%s:%s (it needs the image's C "
+                 "library to be as new as the node's); or use --dist-train=preflight=off",
+                 PLUGIN_NAME, doctor, doctor, doctor);
+    return -1;
+}
+
 int dist_train_remote_task_init (spank_t sp)
 {
     struct dist_var vars[DIST_ENV_MAX];
+    enum dist_container container;
     uint32_t rank;
     int local_rank;
     size_t i, n;
@@ -440,6 +458,18 @@ int dist_train_remote_task_init (spank_t sp)
         slurm_error ("%s: cannot read the task's rank from Slurm", PLUGIN_NAME);
         return -1;
     }
+    container = dist_train_container_state ();
+    if (container == DIST_CONTAINER_LATER) {
+        if (local_rank == 0)
+            slurm_error ("%s: plugstack.conf loads dist-train before pyxis, so the container's "
+                         "environment would replace MASTER_ADDR, MASTER_PORT and the other "
+                         "variables after dist-train set them. The admin must list dist-train "
+                         "after pyxis (its snippet as plugstack.conf.d/zz-dist-train.conf); "
+                         "until then, run the container without --dist-train",
+                         PLUGIN_NAME);
+        dist_train_wait_forwarded (STDERR_FILENO);
+        return -1;
+    }
     if (dist_train.cfg.verbose && rank == 0)
         report_step (sp);
     /* srun's note to the nodes is not part of the contract */
@@ -453,13 +483,13 @@ int dist_train_remote_task_init (spank_t sp)
         if (tf == NULL)
             return -1;
         sprintf (tf, "%s%lu}}", dist_train.tf_config, (unsigned long) rank);
-        spank_setenv (sp, "TF_CONFIG", tf, 0);
+        (void) dist_train_set_default (sp, "TF_CONFIG", tf);
         free (tf);
     }
     for (i = 0; i < n; i++) {
-        if (spank_setenv (sp, vars[i].name, vars[i].value,
-                          vars[i].overwrite == DIST_FACT) != ESPANK_SUCCESS
-            && vars[i].overwrite == DIST_FACT) {
+        if (vars[i].overwrite == DIST_DEFAULT)
+            (void) dist_train_set_default (sp, vars[i].name, vars[i].value);
+        else if (spank_setenv (sp, vars[i].name, vars[i].value, 1) != ESPANK_SUCCESS) {
             slurm_error ("%s: cannot set %s", PLUGIN_NAME, vars[i].name);
             return -1;
         }
@@ -468,6 +498,8 @@ int dist_train_remote_task_init (spank_t sp)
      * task's own command line unchanged */
     if (dist_config_preflight (&dist_train.cfg)) {
         const char *argv[] = { dist_train.cfg.doctor, "--then" };
+        if (container == DIST_IN_CONTAINER && doctor_in_container () < 0)
+            return -1;
         if (dist_compat_prepend_task_argv (sp, 2, argv) < 0) {
             slurm_error ("%s: preflight: this Slurm (%d.%02d) cannot run dist-train-doctor before "
                          "the program (23.11 or later can): use --dist-train=preflight=off",

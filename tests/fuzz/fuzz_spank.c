@@ -259,6 +259,7 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     standin_failfast_release ();
     free (dist_train.tf_config);
     dist_train.tf_config = NULL;
+    dist_train_container_release ();
     standin_reset ();
     unsetenv ("HWLOC_XMLFILE");
     while (ac > 0)

@@ -101,6 +101,7 @@ tests/fuzz/fuzz_wire: $(FUZZ_SRC_wire) $(FUZZ_DEPS) $(srcdir)/shim/wire.h
 FUZZ_SRC_spank = $(srcdir)/tests/fuzz/fuzz_spank.c $(srcdir)/tests/fuzz/spank_standin.c \
 	$(srcdir)/spank/compat.c $(srcdir)/spank/plugin.c $(srcdir)/spank/local.c \
 	$(srcdir)/spank/option.c $(srcdir)/spank/remote.c $(srcdir)/spank/layout.c \
+	$(srcdir)/spank/container.c \
 	$(srcdir)/spank/topocache.c $(srcdir)/tests/fuzz/spank_bind.c \
 	$(srcdir)/tests/fuzz/spank_failfast.c $(srcdir)/tests/fuzz/spank_network.c \
 	$(srcdir)/libdist/address.c $(srcdir)/libdist/bind.c $(srcdir)/libdist/config.c \
@@ -127,8 +128,8 @@ tests_fuzz_test_fuzz_regressions_SOURCES = tests/unit/test_fuzz_regressions.c \
 	tests/fuzz/fuzz_spank.c tests/fuzz/spank_standin.c tests/fuzz/spank_standin.h \
 	tests/fuzz/fuzz.h \
 	spank/compat.c spank/plugin.c spank/local.c spank/option.c spank/remote.c \
-	spank/layout.c spank/topocache.c tests/fuzz/spank_bind.c tests/fuzz/spank_failfast.c \
-	tests/fuzz/spank_network.c $(LIBDIST_SOURCES)
+	spank/container.c spank/layout.c spank/topocache.c tests/fuzz/spank_bind.c \
+	tests/fuzz/spank_failfast.c tests/fuzz/spank_network.c $(LIBDIST_SOURCES)
 tests_fuzz_test_fuzz_regressions_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DFUZZ_TOPOLOGY_DIR='"$(abs_top_srcdir)/tests/topologies"' \
 	-DDIST_TRAIN_CACHE_DIR='"/tmp/fuzz_spank_cache"' -DFUZZ_SPANK_EXPECT

@@ -154,6 +154,16 @@ spank_err_t spank_option_register (spank_t sp, struct spank_option *opt)
     return ESPANK_SUCCESS;
 }
 
+/* No other plugin's option is ever given: the stand-in has no pyxis. */
+spank_err_t spank_option_getopt (spank_t sp, struct spank_option *opt, char **optarg)
+{
+    if (sp == NULL || opt == NULL || opt->name == NULL)
+        return ESPANK_BAD_ARG;
+    if (optarg != NULL)
+        *optarg = NULL;
+    return ESPANK_ERROR;
+}
+
 spank_err_t spank_get_item (spank_t sp, spank_item_t item, ...)
 {
     const struct standin_items *it = &standin_items;
