@@ -30,3 +30,49 @@ slurm_generation_here() {
     *) return 1 ;;
     esac
 }
+
+# The Debian release whose Slurm is generation $1.
+debian_suite_of() {
+    case $1 in
+    22.05) echo bookworm ;;
+    24.11) echo trixie ;;
+    26.05) echo forky ;;
+    *) return 1 ;;
+    esac
+}
+
+# The directory holding the release archives of pyxis and enroot that the
+# container tests build (they are not part of this repository):
+# $DIST_TRAIN_THIRDPARTY, else shared/thirdparty beside the checkout; fails
+# when neither has both.
+thirdparty_dir() {
+    local d
+    for d in ${DIST_TRAIN_THIRDPARTY:+"$DIST_TRAIN_THIRDPARTY"} "$top/../shared/thirdparty"; do
+        if [[ -f $d/pyxis-0.9.1.tar.gz && -f $d/enroot-4.1.2.tar.gz ]]; then
+            (cd "$d" && pwd)
+            return 0
+        fi
+    done
+    return 1
+}
+
+# The host's Debian mirror, from its apt configuration: the first URI that is
+# not the security archive (deb822 .sources first, then sources.list).
+host_mirror() {
+    local uri
+    uri=$(
+        {
+            cat /etc/apt/sources.list.d/*.sources 2>/dev/null | awk 'tolower($1) == "uris:" {for (i = 2; i <= NF; i++) print $i}'
+            cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
+                awk '$1 == "deb" {for (i = 2; i <= NF; i++) if ($i !~ /^\[/ && $i !~ /\]$/ && $i !~ /=/) {print $i; break}}'
+        } | grep -v security | head -n 1
+    )
+    [[ -n $uri ]] || die "no Debian mirror in /etc/apt/sources.list{,.d/*.sources}"
+    echo "$uri"
+}
+
+# The host's own leniency for its archive (an archive snapshot whose Release
+# files have expired) holds for the chroot's too: mmdebstrap --aptopt lines.
+apt_leniency() {
+    timeout 30 apt-config dump | sed -n 's/^\(Acquire::Check-\(Valid-Until\|Date\)\) "\(.*\)";$/--aptopt=\1 "\3"/p'
+}

@@ -49,7 +49,7 @@ changed "a package added to packages-chroot.txt"
 sed -i '/^python3$/d' "$work/tree/scripts/packages-chroot.txt"
 changed "a package taken out of packages-chroot.txt"
 
-echo jq >>"$work/tree/scripts/packages-cluster.txt"
+echo ltrace >>"$work/tree/scripts/packages-cluster.txt"
 changed "a package added to packages-cluster.txt"
 
 sed -i 's/^\(    libcmocka-dev bats procps\)$/\1 strace/' "$work/tree/scripts/deps"
