@@ -8,29 +8,14 @@ load helpers/common
 TEST_USER=dt-test-user
 
 setup_file() {
-    if ! id "$TEST_USER" >/dev/null 2>&1; then
-        useradd --no-create-home --shell /bin/bash "$TEST_USER"
-        echo 1 > "$BATS_FILE_TMPDIR/made_user"
-    fi
-    "$MINICLUSTER" stop >/dev/null 2>&1 || true
-    # srun loads the plugin as the user, slurmstepd reads the topology as the
-    # user, and srun reads slurm.conf: all three from a directory the user can
-    # read, since the checkout may not be one (a clone under Debian 12's /root,
-    # which is 0700).
-    USER_DIR=$(mktemp -d -p /var/tmp dist-train-test.XXXXXX)
-    chmod 755 "$USER_DIR"
-    export USER_DIR MINICLUSTER_DIR=$USER_DIR/cluster
+    user_file_setup "$TEST_USER"
     install -m 644 "$PLUGIN_SO" "$USER_DIR/dist_train.so"
     install -m 644 "$GPU_XML" "$USER_DIR/topology.xml"
     PLUGIN_SO=$USER_DIR/dist_train.so gpu_cluster_plugstack 3 "topology=$USER_DIR/topology.xml"
 }
 
 teardown_file() {
-    cluster_stop
-    rm -rf "$USER_DIR"
-    if [[ -f $BATS_FILE_TMPDIR/made_user ]]; then
-        userdel "$TEST_USER" || true
-    fi
+    user_file_teardown "$TEST_USER"
 }
 
 setup() {

@@ -36,6 +36,33 @@ cluster_stop() {
     "$MINICLUSTER" stop >&2
 }
 
+# For the files whose steps an ordinary user runs: user_file_setup NAME makes
+# the user NAME (unless it exists) and USER_DIR, a directory outside /tmp
+# (each node has its own) that the user can read, with the cluster's state in
+# it.  srun loads the plugin as the user, slurmstepd reads the topology as
+# the user, and srun reads slurm.conf: all from there, since the checkout
+# may not be readable (a clone under Debian 12's /root, which is 0700).
+# user_file_teardown NAME stops the cluster and removes what setup made.
+user_file_setup() {
+    if ! id "$1" >/dev/null 2>&1; then
+        useradd --no-create-home --shell /bin/bash "$1"
+        echo 1 >"$BATS_FILE_TMPDIR/made_user"
+    fi
+    "$MINICLUSTER" stop >/dev/null 2>&1 || true
+    USER_DIR=$(mktemp -d -p /var/tmp dist-train-test.XXXXXX)
+    chmod 755 "$USER_DIR"
+    export USER_DIR MINICLUSTER_DIR=$USER_DIR/cluster
+}
+
+user_file_teardown() {
+    [[ -n ${USER_DIR:-} ]] || return 0
+    "$MINICLUSTER" stop >&2 || true
+    rm -rf --one-file-system "$USER_DIR"
+    if [[ -f $BATS_FILE_TMPDIR/made_user ]]; then
+        userdel "$1" || true
+    fi
+}
+
 # Value of KEY in a task-env line.
 field() {
     local line=$1 key=$2 kv

@@ -1,0 +1,183 @@
+#!/usr/bin/env bats
+# container.bats - --dist-train in containers started by pyxis and enroot,
+# both built at test time from their release archives (helpers/containers.bash),
+# with an image of Debian's PyTorch (scripts/container-image) whose ENV sets a
+# MASTER_ADDR and MASTER_PORT of its own, and enroot's PyTorch hook enabled.
+# An ordinary user runs the steps (enroot gives an ordinary user's container
+# its own user namespace; pyxis joins it).  plugstack.conf includes a
+# plugstack.conf.d holding pyxis.conf and zz-dist-train.conf: the snippet's
+# name as the README gives it, so that dist-train loads after pyxis.
+
+load helpers/common
+load helpers/containers
+
+TEST_USER=dt-container-user
+
+as_user() {
+    runuser -u "$TEST_USER" -- env SLURM_CONF="$SLURM_CONF" PATH="$PATH" "$@"
+}
+
+# The Slurm release the plugin was built for, as 2211 for 22.11.
+release_number() {
+    local r
+    r=$(slurm_release) && echo $((10#${r/./}))
+}
+
+# Why this machine cannot run the file, or nothing.
+cannot_run() {
+    thirdparty_dir >/dev/null ||
+        { echo "no $PYXIS_ARCHIVE and $ENROOT_ARCHIVE in \$DIST_TRAIN_THIRDPARTY or $TOP/../shared/thirdparty"; return; }
+    "$TOP/scripts/container-image" path >/dev/null 2>&1 ||
+        { echo "no container image (as root: scripts/container-image ensure)"; return; }
+    # enroot gives an ordinary user a user namespace of its own
+    if ! setpriv --reuid=nobody --regid=nogroup --clear-groups unshare --user true 2>/dev/null; then
+        echo "this kernel refuses user namespaces to ordinary users"
+    fi
+}
+
+write_plugstack() {
+    local d=$USER_DIR/plugstack.conf.d
+    mkdir -p "$d"
+    rm -f "$d"/*.conf
+    printf 'required %s runtime_path=/tmp/pyxis\n' "$USER_DIR/tools/pyxis/spank_pyxis.so" >"$d/pyxis.conf"
+    printf 'required %s topology=%s doctor=%s\n' "$USER_DIR/dist_train.so" "$USER_DIR/topology.xml" \
+        "$USER_DIR/dist-train-doctor" >"$d/${1:-zz-dist-train.conf}"
+    printf 'include %s/*.conf\n' "$d" >"$USER_DIR/plugstack.conf"
+}
+
+setup_file() {
+    local why
+    why=$(cannot_run)
+    [[ -z $why ]] || skip "$why"
+    # USER_DIR holds the plugins, the tools, the program and each node's containers
+    user_file_setup "$TEST_USER"
+    build_container_tools "$(thirdparty_dir)" "$USER_DIR/tools"
+    configure_enroot "$USER_DIR/tools"
+    install -m 644 "$PLUGIN_SO" "$USER_DIR/dist_train.so"
+    install -m 755 "$TOP/tools/dist-train-doctor" "$USER_DIR/dist-train-doctor"
+    install -m 644 "$GPU_XML" "$USER_DIR/topology.xml"
+    install -d -m 755 "$USER_DIR/prog"
+    install -m 644 "$TOP/tests/integration/helpers/ddp_env.py" "$USER_DIR/prog/"
+    install -d -m 1777 "$USER_DIR/meet"
+    write_plugstack
+    # slurmstepd (and so pyxis) finds enroot on slurmd's PATH
+    PATH=$USER_DIR/tools/enroot/bin:$PATH "$MINICLUSTER" start --nodes 2 --cpus 2 --gpus 4 \
+        --plugstack "$USER_DIR/plugstack.conf" >&2
+}
+
+teardown_file() {
+    user_file_teardown "$TEST_USER"
+}
+
+setup() {
+    eval "$("$MINICLUSTER" env)"
+    PATH=$USER_DIR/tools/enroot/bin:$PATH
+    IMAGE=$("$TOP/scripts/container-image" path)
+    cd /
+}
+
+teardown() {
+    [[ -z ${USER_DIR:-} ]] || write_plugstack
+}
+
+# run_in_container SRUN_ARGS... -- CMD...: as the user, srun in the image with
+# the program's directory at /dt-test; the task lines (RANK=...) sorted by
+# rank in $lines, everything in $output.
+run_in_container() {
+    local args=()
+    while [[ $1 != -- ]]; do args+=("$1") && shift; done
+    shift
+    run as_user timeout 240 srun "${args[@]}" --container-image="$IMAGE" \
+        --container-mounts="$USER_DIR/prog:/dt-test,$USER_DIR/meet:/dt-meet" "$@"
+    echo "$output"
+    mapfile -t lines < <(grep '^RANK=' <<<"$output" | sort -t= -k2 -n)
+}
+
+@test "container: without --dist-train, the image's ENV and enroot's hook decide" {
+    run_in_container -N2 -n4 -- bash -c \
+        'echo "RANK=$RANK MASTER_ADDR=$MASTER_ADDR MASTER_PORT=$MASTER_PORT WORLD_SIZE=$WORLD_SIZE"'
+    [ "$status" -eq 0 ]
+    [ "${#lines[@]}" -eq 4 ]
+    # what a training program would get in a container without the plugin
+    [[ $(grep -c ' MASTER_ADDR=127.0.0.1 MASTER_PORT=29500 WORLD_SIZE=4$' <<<"$output") -eq 4 ]]
+}
+
+@test "container: PyTorch DDP on 2 nodes, 4 ranks: the plugin's MASTER_ADDR, MASTER_PORT and binding" {
+    run_in_container --dist-train -N2 -n4 --gres=gpu:4 -- python3 /dt-test/ddp_env.py
+    [ "$status" -eq 0 ]
+    [ "${#lines[@]}" -eq 4 ]
+    local line lr port
+    port=$(field "${lines[0]}" MASTER_PORT)
+    ((port >= 20000 && port <= 32767))
+    for line in "${lines[@]}"; do
+        expect_eq "$line" SUM 10
+        expect_eq "$line" IMAGE debian
+        expect_eq "$line" MASTER_ADDR "$(node_addr node1)"
+        expect_eq "$line" MASTER_PORT "$port"
+        expect_eq "$line" ORDER PCI_BUS_ID
+        lr=$(field "$line" LOCAL_RANK)
+        # each rank on the CPU beside its GPUs, its own GPU first at LOCAL_RANK
+        expect_eq "$line" CPUS "$lr"
+        expect_eq "$line" AFFINITY "$lr"
+        [[ $(tr ',' '\n' <<<"$(field "$line" CVD)" | sort -n | paste -sd,) == 0,1,2,3 ]]
+        [[ $(cut -d, -f$((lr + 1)) <<<"$(field "$line" CVD)") == $((lr * 2)) ]]
+    done
+}
+
+@test "container: two concurrent steps of a job get distinct ports" {
+    rm -f "$USER_DIR"/meet/*
+    local step=(srun --exact -N2 -n2 --dist-train --container-image="$IMAGE"
+        --container-mounts="$USER_DIR/prog:/dt-test,$USER_DIR/meet:/dt-meet"
+        python3 /dt-test/ddp_env.py /dt-meet)
+    run as_user timeout 240 salloc -N2 -n4 bash -c \
+        "${step[*]} > $USER_DIR/meet/a.out & a=\$!; ${step[*]} > $USER_DIR/meet/b.out & b=\$!; wait \$a && wait \$b"
+    echo "$output"
+    cat "$USER_DIR"/meet/?.out
+    [ "$status" -eq 0 ]
+    local a b
+    a=$(sed -n 's/.* MASTER_PORT=\([0-9]*\) .*/\1/p' "$USER_DIR/meet/a.out" | sort -u)
+    b=$(sed -n 's/.* MASTER_PORT=\([0-9]*\) .*/\1/p' "$USER_DIR/meet/b.out" | sort -u)
+    # both steps' ranks met (rank 0 of each waited for the other) on one port each
+    [[ $(grep -c ' SUM=3 ' "$USER_DIR/meet/a.out") -eq 2 && $(grep -c ' SUM=3 ' "$USER_DIR/meet/b.out") -eq 2 ]]
+    [[ $a =~ ^[0-9]+$ && $b =~ ^[0-9]+$ && $a != "$b" ]]
+}
+
+@test "container: the user's own MASTER_PORT, exported before srun, is kept" {
+    MASTER_PORT=23456 run_in_container --dist-train -N2 -n2 -- python3 /dt-test/ddp_env.py
+    [ "$status" -eq 0 ]
+    [ "${#lines[@]}" -eq 2 ]
+    # the image's 29500 and the plugin's port both give way to the user's
+    expect_eq "${lines[0]}" MASTER_PORT 23456
+    expect_eq "${lines[1]}" MASTER_PORT 23456
+    expect_eq "${lines[1]}" SUM 3
+    # (and the plugin set the rest: its binding)
+    expect_eq "${lines[1]}" CPUS 0
+}
+
+@test "container: loaded before pyxis, dist-train refuses a container step and says what to change" {
+    write_plugstack dist-train.conf
+    run_in_container --dist-train -N2 -n2 -- python3 /dt-test/ddp_env.py
+    [ "$status" -ne 0 ]
+    [ "${#lines[@]}" -eq 0 ]
+    [[ $output == *"plugstack.conf loads dist-train before pyxis"*"zz-dist-train.conf"* ]]
+    # a step without a container is not affected by the order
+    run as_user timeout 60 srun --dist-train -N2 -n2 bash -c 'echo "RANK=$RANK MASTER_PORT=$MASTER_PORT"'
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ $(grep -c '^RANK=[01] MASTER_PORT=[0-9]*$' <<<"$output") -eq 2 ]]
+}
+
+@test "container: preflight needs the doctor in the container, and runs it there" {
+    (($(release_number) >= 2311)) || skip "this Slurm lacks spank_prepend_task_argv (23.11 and later)"
+    run_in_container --dist-train=preflight -N2 -n2 -- python3 /dt-test/ddp_env.py
+    [ "$status" -ne 0 ]
+    [ "${#lines[@]}" -eq 0 ]
+    [[ $output == *"preflight: the container has no $USER_DIR/dist-train-doctor"*"--container-mounts="* ]]
+    run as_user timeout 240 srun --dist-train=preflight -N2 -n2 --container-image="$IMAGE" \
+        --container-mounts="$USER_DIR/prog:/dt-test,$USER_DIR/dist-train-doctor:$USER_DIR/dist-train-doctor" \
+        python3 /dt-test/ddp_env.py
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ $output == *"dist-train-doctor: ok: all 2 ranks on 2 nodes checked in, nothing wrong"* ]]
+    [[ $(grep -c '^RANK=[01] .* SUM=3 ' <<<"$output") -eq 2 ]]
+}

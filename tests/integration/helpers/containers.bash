@@ -1,0 +1,47 @@
+# containers.bash - pyxis and enroot for container.bats, built at test time
+# from their release archives into a directory of the test's own.
+# shellcheck shell=bash
+
+# thirdparty_dir: where the archives are (scripts/lib.sh says how it looks)
+# shellcheck source=scripts/lib.sh
+source "$TOP/scripts/lib.sh"
+PYXIS_ARCHIVE=pyxis-0.9.1.tar.gz
+ENROOT_ARCHIVE=enroot-4.1.2.tar.gz
+
+# build_container_tools SRC DIR: enroot into DIR/enroot and pyxis into
+# DIR/pyxis/spank_pyxis.so; the log in DIR/build.log.  enroot ships without
+# its submodules (musl, makeself, linux-headers): it builds with glibc, and
+# libbsd's strlcpy (glibc 2.36 has none), given FORCE_GLIBC, a makeself that
+# only `enroot bundle` would run, and headers from the system.
+build_container_tools() {
+    local src=$1 dir=$2 e p
+    local make_enroot=(make FORCE_GLIBC=1 "prefix=$dir/enroot" "LDLIBS=-l:libbsd.a -l:libbsd.so.0")
+    mkdir -p "$dir/src"
+    tar -xzf "$src/$ENROOT_ARCHIVE" -C "$dir/src" && tar -xzf "$src/$PYXIS_ARCHIVE" -C "$dir/src" || return 1
+    e=$(echo "$dir"/src/enroot-*) p=$(echo "$dir"/src/pyxis-*)
+    mkdir -p "$e/deps/makeself" "$e/deps/linux-headers"
+    printf '#!/bin/sh\necho "makeself: not in this build of enroot" >&2\nexit 1\n' >"$e/deps/makeself/makeself.sh"
+    chmod 755 "$e/deps/makeself/makeself.sh"
+    printf 'install:\n\tmkdir -p $(prefix)/include\n' >"$e/deps/linux-headers/Makefile"
+    {
+        (cd "$e" && "${make_enroot[@]}" -j2 && "${make_enroot[@]}" install) &&
+            (cd "$p" && make -j2) && mkdir -p "$dir/pyxis" && cp "$p/spank_pyxis.so" "$dir/pyxis/"
+    } >"$dir/build.log" 2>&1 || { tail -n 20 "$dir/build.log" >&2; return 1; }
+}
+
+# configure_enroot DIR: enroot's configuration as a site's, for nodes that
+# share one disk: each node's containers under DIR/data/NODE (the nodes'
+# /tmp is memory), run-time files in the node's own /tmp; and PyTorch's hook
+# enabled, as many sites do.
+configure_enroot() {
+    local dir=$1 conf=$1/enroot/etc/enroot
+    mkdir -p "$dir/data"
+    chmod 1777 "$dir/data"
+    cat >"$conf/enroot.conf" <<EOF
+ENROOT_RUNTIME_PATH /tmp/enroot-run-\$(id -u)
+ENROOT_CACHE_PATH /tmp/enroot-cache-\$(id -u)
+ENROOT_DATA_PATH $dir/data/\$(hostname)-\$(id -u)
+ENROOT_TEMP_PATH /tmp
+EOF
+    install -m 755 "$dir"/src/enroot-*/conf/hooks/extra/50-slurm-pytorch.sh "$conf/hooks.d/"
+}

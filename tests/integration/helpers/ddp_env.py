@@ -1,0 +1,61 @@
+"""ddp_env.py [MEETING_DIR] - a PyTorch DDP program as a container runs it:
+the process group from the environment (env://, gloo), one all_reduce and a
+DDP step, then one line with what the rank saw, for container.bats.
+
+With MEETING_DIR, rank 0 waits (at most 60 s) until another step's rank 0
+has left its mark there too, so that two steps hold their MASTER_PORT at the
+same time."""
+import datetime
+import os
+import socket
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+
+
+def affinity():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("Cpus_allowed_list:"):
+                return line.split()[1]
+    return "?"
+
+
+def meet(path):
+    os.makedirs(path, exist_ok=True)
+    mine = os.path.join(path, f"{os.environ['SLURM_JOB_ID']}.{os.environ['SLURM_STEP_ID']}")
+    open(mine, "w").close()
+    deadline = time.monotonic() + 60
+    while len(os.listdir(path)) < 2:
+        if time.monotonic() > deadline:
+            sys.exit("ddp_env: the other step never came")
+        time.sleep(0.2)
+
+
+def main():
+    # Debian's PyTorch 2.x has no libuv, which its TCPStore asks for by default
+    # (1.13 knows no such switch and ignores it)
+    os.environ.setdefault("USE_LIBUV", "0")
+    dist.init_process_group("gloo", init_method="env://", timeout=datetime.timedelta(seconds=60))
+    rank, world = dist.get_rank(), dist.get_world_size()
+    t = torch.tensor([rank + 1.0])
+    dist.all_reduce(t)
+    model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1))
+    model(torch.ones(2, 4)).sum().backward()
+    if len(sys.argv) > 1 and rank == 0:
+        meet(sys.argv[1])
+    dist.barrier()
+    env = os.environ.get
+    print(f"RANK={rank} WORLD={world} LOCAL_RANK={env('LOCAL_RANK', 'unset')}"
+          f" HOST={socket.gethostname()} SUM={int(t.item())}"
+          f" MASTER_ADDR={env('MASTER_ADDR', 'unset')} MASTER_PORT={env('MASTER_PORT', 'unset')}"
+          f" CVD={env('CUDA_VISIBLE_DEVICES', 'unset')} ORDER={env('CUDA_DEVICE_ORDER', 'unset')}"
+          f" CPUS={env('DIST_TRAIN_CPUS', 'unset')} AFFINITY={affinity()}"
+          f" OMP={env('OMP_NUM_THREADS', 'unset')} IMAGE={env('PYTORCH_VERSION', 'unset')}",
+          flush=True)
+    dist.destroy_process_group()
+
+
+main()
