@@ -6,12 +6,20 @@
 # An ordinary user runs the steps (enroot gives an ordinary user's container
 # its own user namespace; pyxis joins it).  plugstack.conf includes a
 # plugstack.conf.d holding pyxis.conf and zz-dist-train.conf: the snippet's
-# name as the README gives it, so that dist-train loads after pyxis.
+# name as the README gives it, so that dist-train loads after pyxis.  The
+# cluster is the site profile where this machine can run it.
 
 load helpers/common
 load helpers/containers
 
+# As GPU sites run Slurm (the site profile: cgroups, task/affinity) wherever
+# this machine can; the default profile elsewhere.
+if "$MINICLUSTER" can-run --profile site >/dev/null 2>&1; then
+    export MINICLUSTER_PROFILE=site
+fi
+
 TEST_USER=dt-container-user
+CONTAINER_NAME=dt-test
 
 as_user() {
     runuser -u "$TEST_USER" -- env SLURM_CONF="$SLURM_CONF" PATH="$PATH" "$@"
@@ -63,6 +71,11 @@ setup_file() {
     # slurmstepd (and so pyxis) finds enroot on slurmd's PATH
     PATH=$USER_DIR/tools/enroot/bin:$PATH "$MINICLUSTER" start --nodes 2 --cpus 2 --gpus 4 \
         --plugstack "$USER_DIR/plugstack.conf" >&2
+    # Each node unpacks the image once, into a named container that every test's
+    # steps start from (unpacking it again per step would cost seconds each).
+    eval "$("$MINICLUSTER" env)"
+    as_user timeout 240 srun -N2 --ntasks-per-node=1 --container-image="$("$TOP/scripts/container-image" path)" \
+        --container-name="$CONTAINER_NAME" true >&2
 }
 
 teardown_file() {
@@ -87,7 +100,7 @@ run_in_container() {
     local args=()
     while [[ $1 != -- ]]; do args+=("$1") && shift; done
     shift
-    run as_user timeout 240 srun "${args[@]}" --container-image="$IMAGE" \
+    run as_user timeout 240 srun "${args[@]}" --container-image="$IMAGE" --container-name="$CONTAINER_NAME" \
         --container-mounts="$USER_DIR/prog:/dt-test,$USER_DIR/meet:/dt-meet" "$@"
     echo "$output"
     mapfile -t lines < <(grep '^RANK=' <<<"$output" | sort -t= -k2 -n)
@@ -126,7 +139,7 @@ run_in_container() {
 
 @test "container: two concurrent steps of a job get distinct ports" {
     rm -f "$USER_DIR"/meet/*
-    local step=(srun --exact -N2 -n2 --dist-train --container-image="$IMAGE"
+    local step=(srun --exact -N2 -n2 --dist-train --container-image="$IMAGE" --container-name="$CONTAINER_NAME"
         --container-mounts="$USER_DIR/prog:/dt-test,$USER_DIR/meet:/dt-meet"
         python3 /dt-test/ddp_env.py /dt-meet)
     run as_user timeout 240 salloc -N2 -n4 bash -c \
@@ -173,7 +186,7 @@ run_in_container() {
     [ "$status" -ne 0 ]
     [ "${#lines[@]}" -eq 0 ]
     [[ $output == *"preflight: the container has no $USER_DIR/dist-train-doctor"*"--container-mounts="* ]]
-    run as_user timeout 240 srun --dist-train=preflight -N2 -n2 --container-image="$IMAGE" \
+    run as_user timeout 240 srun --dist-train=preflight -N2 -n2 --container-image="$IMAGE" --container-name="$CONTAINER_NAME" \
         --container-mounts="$USER_DIR/prog:/dt-test,$USER_DIR/dist-train-doctor:$USER_DIR/dist-train-doctor" \
         python3 /dt-test/ddp_env.py
     echo "$output"
