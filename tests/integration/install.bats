@@ -10,7 +10,7 @@ load helpers/common
 PACKAGES=(slurm-dist-train libdtshim0 libdtshim-dev python3-dtshim)
 PACKAGES_DEB=()
 SNIPPET=/usr/share/slurm-dist-train/dist-train.conf
-LINK=/etc/slurm/plugstack.conf.d/dist-train.conf
+LINK=/etc/slurm/plugstack.conf.d/zz-dist-train.conf
 
 purge_packages() {
     DEBIAN_FRONTEND=noninteractive timeout 120 apt-get purge -y -q "${PACKAGES[@]}" >&2 2>&1 || true
