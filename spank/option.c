@@ -34,14 +34,14 @@ static int apply_spec (const char *spec, const char *origin)
     return 0;
 }
 
-static int option_cb (int val, const char *optarg, int remote)
+static int option_cb (int val, const char *spec, int remote)
 {
     /* sbatch/salloc pass a flag given without SPEC to the job's steps as the
      * text "(null)" (Slurm prints the NULL optarg into the environment). */
-    if (optarg != NULL && strcmp (optarg, "(null)") == 0)
-        optarg = NULL;
+    if (spec != NULL && strcmp (spec, "(null)") == 0)
+        spec = NULL;
     dist_train.option_given = true;
-    return apply_spec (optarg, "--dist-train");
+    return apply_spec (spec, "--dist-train");
 }
 
 static struct spank_option dist_train_option = {

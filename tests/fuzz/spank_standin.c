@@ -155,12 +155,12 @@ spank_err_t spank_option_register (spank_t sp, struct spank_option *opt)
 }
 
 /* No other plugin's option is ever given: the stand-in has no pyxis. */
-spank_err_t spank_option_getopt (spank_t sp, struct spank_option *opt, char **optarg)
+spank_err_t spank_option_getopt (spank_t sp, struct spank_option *opt, char **argp)
 {
     if (sp == NULL || opt == NULL || opt->name == NULL)
         return ESPANK_BAD_ARG;
-    if (optarg != NULL)
-        *optarg = NULL;
+    if (argp != NULL)
+        *argp = NULL;
     return ESPANK_ERROR;
 }
 
