@@ -422,18 +422,21 @@ static void report_step (spank_t sp)
     report_ranks (sp, st);
 }
 
-/* preflight in a container: the doctor runs there, from the image's files. */
-static int doctor_in_container (void)
+/* preflight in a container: the doctor runs there, from the image's files;
+ * said once per node. */
+static int doctor_in_container (int local_rank)
 {
     const char *doctor = dist_train.cfg.doctor;
 
     /* (a bare name is looked up on the task's PATH when it execs) */
     if (strchr (doctor, '/') == NULL || access (doctor, X_OK) == 0)
         return 0;
-    slurm_error ("%s: preflight: the container has no %s: install slurm-dist-train in the "
-                 "image, or mount it with --container-mounts=%s:%s (it needs the image's C "
-                 "library to be as new as the node's); or use --dist-train=preflight=off",
-                 PLUGIN_NAME, doctor, doctor, doctor);
+    if (local_rank == 0)
+        slurm_error ("%s: preflight: the container has no %s: install slurm-dist-train in the "
+                     "image, or mount it with --container-mounts=%s:%s (it needs the image's C "
+                     "library to be as new as the node's); or use --dist-train=preflight=off",
+                     PLUGIN_NAME, doctor, doctor, doctor);
+    dist_train_wait_forwarded (STDERR_FILENO);
     return -1;
 }
 
@@ -498,7 +501,7 @@ int dist_train_remote_task_init (spank_t sp)
      * task's own command line unchanged */
     if (dist_config_preflight (&dist_train.cfg)) {
         const char *argv[] = { dist_train.cfg.doctor, "--then" };
-        if (container == DIST_IN_CONTAINER && doctor_in_container () < 0)
+        if (container == DIST_IN_CONTAINER && doctor_in_container (local_rank) < 0)
             return -1;
         if (dist_compat_prepend_task_argv (sp, 2, argv) < 0) {
             slurm_error ("%s: preflight: this Slurm (%d.%02d) cannot run dist-train-doctor before "
