@@ -67,6 +67,12 @@ setup_file() {
     install -d -m 755 "$USER_DIR/prog"
     install -m 644 "$TOP/tests/integration/helpers/ddp_env.py" "$USER_DIR/prog/"
     install -d -m 1777 "$USER_DIR/meet"
+    # The image where the user can read it, whatever the cache's mode (a
+    # link where the file system allows, else a copy).
+    local image
+    image=$("$TOP/scripts/container-image" path)
+    ln "$image" "$USER_DIR/image.sqsh" 2>/dev/null || cp "$image" "$USER_DIR/image.sqsh"
+    chmod 644 "$USER_DIR/image.sqsh"
     write_plugstack
     # slurmstepd (and so pyxis) finds enroot on slurmd's PATH
     PATH=$USER_DIR/tools/enroot/bin:$PATH "$MINICLUSTER" start --nodes 2 --cpus 2 --gpus 4 \
@@ -74,7 +80,7 @@ setup_file() {
     # Each node unpacks the image once, into a named container that every test's
     # steps start from (unpacking it again per step would cost seconds each).
     eval "$("$MINICLUSTER" env)"
-    as_user timeout 240 srun -N2 --ntasks-per-node=1 --container-image="$("$TOP/scripts/container-image" path)" \
+    as_user timeout 240 srun -N2 --ntasks-per-node=1 --container-image="$USER_DIR/image.sqsh" \
         --container-name="$CONTAINER_NAME" true >&2
 }
 
@@ -85,7 +91,7 @@ teardown_file() {
 setup() {
     eval "$("$MINICLUSTER" env)"
     PATH=$USER_DIR/tools/enroot/bin:$PATH
-    IMAGE=$("$TOP/scripts/container-image" path)
+    IMAGE=$USER_DIR/image.sqsh
     cd /
 }
 
