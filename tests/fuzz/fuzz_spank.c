@@ -12,6 +12,10 @@
  *        restart=N cores=LIST exit=STATUS exittask=N
  *                        what slurmstepd knows (kept consistent as Slurm's is)
  *   env NAME=VALUE       the job's environment (SLURM_STEP_NODELIST, ...)
+ *   taskenv NAME=VALUE   set in each task's environment after user_init and
+ *                        before the plugin's task_init, as a plugin that ran
+ *                        its task_init first does (pyxis: the container's
+ *                        environment); at most 8
  *   hostfile TEXT        a line of SLURM_HOSTFILE, written to a temporary file
  *   host NAME=ADDR,...   what NAME resolves to (no DNS is asked)
  *   topology NAME        HWLOC_XMLFILE: tests/topologies/NAME (default
@@ -155,8 +159,8 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
     static struct spank_handle *const sp = (struct spank_handle *) &standin_items;
     char *text = fuzz_string (data, size), *p = text, *line;
-    char *av[ARGS_MAX], *spec = NULL, topology[512], *hostfile = NULL, *expect[8];
-    int nexpect = 0;
+    char *av[ARGS_MAX], *spec = NULL, topology[512], *hostfile = NULL, *expect[8], *taskenv[8];
+    int nexpect = 0, ntaskenv = 0;
     size_t hostfile_len = 0;
     bool option = false;
     int ac = 0, exittask = 0, t;
@@ -190,6 +194,9 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
         } else if (strcmp (line, "env") == 0 && (eq = strchr (value, '=')) != NULL) {
             *eq = '\0';
             standin_setenv (value, eq + 1);
+        } else if (strcmp (line, "taskenv") == 0 && strchr (value, '=') != NULL
+                   && ntaskenv < 8) {
+            taskenv[ntaskenv++] = value;
         } else if (strcmp (line, "host") == 0 && (eq = strchr (value, '=')) != NULL) {
             *eq = '\0';
             standin_add_host (value, eq + 1);
@@ -229,6 +236,12 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
         for (t = 0; t < (int) standin_items.local; t++) {
             standin_items.task = t;
             (void) slurm_spank_task_init_privileged (sp, ac, av);
+            for (int e = 0; e < ntaskenv; e++) {
+                char *eq = strchr (taskenv[e], '=');
+                *eq = '\0';
+                standin_setenv (taskenv[e], eq + 1);
+                *eq = '=';
+            }
             (void) slurm_spank_task_init (sp, ac, av);
             standin_trace_env ("of a task");
             for (int e = 0; e < nexpect; e++) {

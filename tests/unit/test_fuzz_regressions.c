@@ -75,11 +75,34 @@ static void test_1500_nodes_of_scattered_names (void **state)
     free (input);
 }
 
+/* pyxis, run before the plugin, copies a container's environment into each
+ * task: the image's MASTER_ADDR and MASTER_PORT, and WORLD_SIZE from enroot's
+ * hook.  What srun's environment held is the user's (MASTER_PORT here) and
+ * is kept; the rest is the plugin's, whatever the task's environment held
+ * when its task_init ran. */
+static void test_values_over_a_container_environment (void **state)
+{
+    replay ("option torch\n"
+            "item job=95 step=3 nnodes=2 nodeid=1 ntasks=4 local=2 base=2 cores=0-1\n"
+            "env SLURM_STEP_NODELIST=n1,n2\n"
+            "env DIST_TRAIN_SRUN=step=95.3 rank0=n1 addr=10.9.0.1 fail_fast=1\n"
+            "env MASTER_PORT=23456\n"
+            "taskenv MASTER_PORT=29500\n"
+            "taskenv MASTER_ADDR=127.0.0.1\n"
+            "taskenv WORLD_SIZE=2\n"
+            "taskenv OMP_NUM_THREADS=8\n"
+            "expect MASTER_PORT=23456\n"
+            "expect MASTER_ADDR=10.9.0.1\n"
+            "expect WORLD_SIZE=4\n"
+            "expect OMP_NUM_THREADS=1\n");
+}
+
 int main (int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test (test_node_name_in_fail_fast_log),
         cmocka_unit_test (test_1500_nodes_of_scattered_names),
+        cmocka_unit_test (test_values_over_a_container_environment),
     };
 
     LLVMFuzzerInitialize (&argc, &argv);
