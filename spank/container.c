@@ -23,9 +23,6 @@
 
 #include "dist_train.h"
 
-/* The variables set with DIST_DEFAULT outside dist_env_build. */
-static const char *const other_defaults[] = { "TF_CONFIG", "NCCL_IB_HCA", "UCX_NET_DEVICES" };
-
 /* The inode of this process's mount namespace, 0 when unknown. */
 static ino_t mount_ns (void)
 {
@@ -33,21 +30,44 @@ static ino_t mount_ns (void)
     return stat ("/proc/self/ns/mnt", &sb) == 0 ? sb.st_ino : 0;
 }
 
-static void keep_user_value (spank_t sp, const char *name)
+static void free_srun_env (void)
 {
-    struct dist_user_var *v;
-    char *value;
-    size_t i;
+    for (char **e = dist_train.srun_env; e != NULL && *e != NULL; e++)
+        free (*e);
+    free (dist_train.srun_env);
+    dist_train.srun_env = NULL;
+}
 
-    for (i = 0; i < dist_train.n_user_vars; i++)
-        if (strcmp (dist_train.user_vars[i].name, name) == 0)
-            return;
-    if (dist_train.n_user_vars >= DIST_USER_VARS_MAX
-        || (value = dist_train_getenv_any (sp, name)) == NULL)
-        return;
-    v = &dist_train.user_vars[dist_train.n_user_vars++];
-    v->name = name;
-    v->value = value;
+/* A copy of the step's environment as it is now: srun's, with Slurm's own
+ * variables; -1 when out of memory. */
+static int copy_srun_env (spank_t sp)
+{
+    char **env = NULL;
+    size_t n = 0, i;
+
+    if (spank_get_item (sp, S_JOB_ENV, &env) != ESPANK_SUCCESS || env == NULL)
+        return 0;
+    while (env[n] != NULL)
+        n++;
+    if ((dist_train.srun_env = calloc (n + 1, sizeof (char *))) == NULL)
+        return -1;
+    for (i = 0; i < n; i++)
+        if ((dist_train.srun_env[i] = strdup (env[i])) == NULL) {
+            free_srun_env ();
+            return -1;
+        }
+    return 0;
+}
+
+/* NAME's value in srun's environment, or NULL. */
+static const char *srun_value (const char *name)
+{
+    size_t len = strlen (name);
+
+    for (char **e = dist_train.srun_env; e != NULL && *e != NULL; e++)
+        if (strncmp (*e, name, len) == 0 && (*e)[len] == '=')
+            return *e + len + 1;
+    return NULL;
 }
 
 /* A container plugin's option, given to this step. */
@@ -59,43 +79,27 @@ static bool option_given (spank_t sp, const char *name)
     return spank_option_getopt (sp, &opt, &arg) == ESPANK_SUCCESS;
 }
 
-void dist_train_container_note (spank_t sp, const struct dist_step *step)
+int dist_train_container_note (spank_t sp)
 {
-    struct dist_var vars[DIST_ENV_MAX];
-    size_t i, n;
-
-    /* the names do not depend on the rank: rank 0's list serves every task */
-    n = dist_env_build (dist_train.cfg.profile, step, 0, 0, vars);
-    for (i = 0; i < n; i++)
-        if (vars[i].overwrite == DIST_DEFAULT)
-            keep_user_value (sp, vars[i].name);
-    for (i = 0; i < sizeof (other_defaults) / sizeof (other_defaults[0]); i++)
-        keep_user_value (sp, other_defaults[i]);
+    if (copy_srun_env (sp) < 0)
+        return -1;
     dist_train.stepd_mount_ns = mount_ns ();
     /* pyxis's options (spank_option_getopt finds another plugin's by name) */
     dist_train.container_asked =
         option_given (sp, "container-image") || option_given (sp, "container-name");
+    return 0;
 }
 
 void dist_train_container_release (void)
 {
-    size_t i;
-
-    for (i = 0; i < dist_train.n_user_vars; i++)
-        free (dist_train.user_vars[i].value);
-    dist_train.n_user_vars = 0;
+    free_srun_env ();
 }
 
 int dist_train_set_default (spank_t sp, const char *name, const char *value)
 {
-    size_t i;
+    const char *users = srun_value (name);
 
-    for (i = 0; i < dist_train.n_user_vars; i++)
-        if (strcmp (dist_train.user_vars[i].name, name) == 0) {
-            value = dist_train.user_vars[i].value;
-            break;
-        }
-    return spank_setenv (sp, name, value, 1) == ESPANK_SUCCESS ? 0 : -1;
+    return spank_setenv (sp, name, users != NULL ? users : value, 1) == ESPANK_SUCCESS ? 0 : -1;
 }
 
 enum dist_container dist_train_container_state (void)

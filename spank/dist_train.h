@@ -18,13 +18,6 @@
 
 #define PLUGIN_NAME "dist-train"
 
-/* A variable of the contract that srun's environment had: the user's. */
-struct dist_user_var {
-    const char *name;           /* (a literal of env.c or container.c) */
-    char *value;                /* malloc'ed */
-};
-#define DIST_USER_VARS_MAX (DIST_ENV_MAX + 8)
-
 struct dist_train {
     struct dist_config cfg;
     bool option_given;          /* --dist-train seen (srun, or via sbatch) */
@@ -35,8 +28,7 @@ struct dist_train {
     char *tf_config;            /* remote, tf profile: TF_CONFIG up to the index */
     struct dist_handover srun;  /* remote: what srun worked out for this step */
     bool have_srun;             /* remote: srun handed it over (local.c) */
-    struct dist_user_var user_vars[DIST_USER_VARS_MAX]; /* remote: the user's values */
-    size_t n_user_vars;
+    char **srun_env;            /* remote: the step's environment in user_init (srun's) */
     ino_t stepd_mount_ns;       /* remote: slurmstepd's mount namespace, 0 unknown */
     bool container_asked;       /* remote: pyxis's --container-image/-name given */
 };
@@ -111,9 +103,10 @@ void dist_train_topology_save_site (void);
 void dist_train_bind_save_topology (spank_t sp);
 
 /* container.c: the plugin's values in a container (pyxis) */
-/* user_init: the user's values of the contract's variables, and whether a
- * container plugin will start the tasks in a container. */
-void dist_train_container_note (spank_t sp, const struct dist_step *step);
+/* user_init: srun's environment, where the user's own values are, and
+ * whether a container plugin will start the tasks in a container; -1 when
+ * out of memory. */
+int dist_train_container_note (spank_t sp);
 void dist_train_container_release (void);
 /* task_init: set a variable the user may choose, to the user's value when
  * srun's environment had one, else to value; either replaces what another

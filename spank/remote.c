@@ -359,8 +359,11 @@ int dist_train_remote_user_init (spank_t sp)
     read_srun_handover (sp, step);
     if (collect_step (sp, step) == 0
         && (dist_train.cfg.profile != DIST_PROFILE_TF || build_tf_config (sp, step) == 0)) {
+        if (dist_train_container_note (sp) < 0) {
+            dist_train_defer_error ("out of memory");
+            return 0;
+        }
         dist_train.active = true;
-        dist_train_container_note (sp, step);
         dist_train_bind_plan (sp);
     }
     return 0;

@@ -95,6 +95,30 @@ void standin_env_restore (void)
     env.n = saved.n;
 }
 
+/* S_JOB_ENV: the environment as slurmstepd's array of NAME=VALUE, made
+ * again at each call (the plugin copies what it keeps). */
+static char *env_array[STANDIN_ENV_MAX + 1];
+
+static void env_array_clear (void)
+{
+    for (int i = 0; env_array[i] != NULL; i++) {
+        free (env_array[i]);
+        env_array[i] = NULL;
+    }
+}
+
+static char **env_array_make (void)
+{
+    env_array_clear ();
+    for (int i = 0; i < env.n; i++) {
+        size_t len = strlen (env.name[i]) + strlen (env.value[i]) + 2;
+        if ((env_array[i] = malloc (len)) == NULL)
+            abort ();
+        snprintf (env_array[i], len, "%s=%s", env.name[i], env.value[i]);
+    }
+    return env_array;
+}
+
 /* As slurmstepd's: a value that does not fit is cut, and says so. */
 spank_err_t spank_getenv (spank_t sp, const char *var, char *buf, int len)
 {
@@ -198,6 +222,9 @@ spank_err_t spank_get_item (spank_t sp, spank_item_t item, ...)
         break;
     case S_SLURM_RESTART_COUNT:
         *va_arg (ap, uint32_t *) = it->restart;
+        break;
+    case S_JOB_ENV:
+        *va_arg (ap, char ***) = env_array_make ();
         break;
     case S_JOB_ALLOC_CORES:
         *va_arg (ap, char **) = it->cores;
@@ -598,6 +625,7 @@ int standin_usleep (useconds_t usec)
 
 void standin_reset (void)
 {
+    env_array_clear ();
     env_clear (&env);
     env_clear (&saved);
     for (int i = 0; i < nhosts; i++) {
