@@ -76,3 +76,19 @@ host_mirror() {
 apt_leniency() {
     timeout 30 apt-config dump | sed -n 's/^\(Acquire::Check-\(Valid-Until\|Date\)\) "\(.*\)";$/--aptopt=\1 "\3"/p'
 }
+
+builder_version() { mmdebstrap --version 2>/dev/null | head -n 1; }
+
+# need_commands CMD:PACKAGE...: apt-get install the packages of the commands
+# that are missing.
+need_commands() {
+    local pair missing=()
+    for pair in "$@"; do
+        command -v "${pair%%:*}" >/dev/null || missing+=("${pair#*:}")
+    done
+    ((${#missing[@]} == 0)) && return 0
+    say "installing ${missing[*]}"
+    timeout 600 apt-get update -qq || die "apt-get update failed"
+    DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y -qq --no-install-recommends \
+        "${missing[@]}" >/dev/null || die "apt-get install ${missing[*]} failed"
+}
