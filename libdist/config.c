@@ -15,6 +15,17 @@ const char dist_spec_help[] =
     "  jax      the generic variables plus JAX_COORDINATOR_ADDRESS,\n"
     "           JAX_NUM_PROCESSES, JAX_PROCESS_ID\n"
     "  tf       the generic variables plus TF_CONFIG (every task a worker)\n"
+    "  launcher one task per node runs torchrun, accelerate or composer:\n"
+    "           PET_NNODES, PET_NODE_RANK, PET_NPROC_PER_NODE, PET_MASTER_ADDR,\n"
+    "           PET_MASTER_PORT, and WORLD_SIZE, LOCAL_WORLD_SIZE, NODE_RANK,\n"
+    "           BASE_RANK for the processes the launcher starts\n"
+    "  nproc=N  launcher: processes per node (default: the node's GPUs, else 1)\n"
+    "  lightning\n"
+    "           torch without TORCHELASTIC_*, so that Lightning keeps its\n"
+    "           Slurm environment and auto-requeue\n"
+    "  submitit torch without MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE,\n"
+    "           LOCAL_RANK, LOCAL_WORLD_SIZE, which submitit's export() sets;\n"
+    "           rank 0's address and port in DIST_TRAIN_MASTER_ADDR/_PORT\n"
     "  off      do nothing for this step\n"
     "  verbose  print what each rank gets\n"
     "  bind=auto|gpu|cpu|none\n"
@@ -59,6 +70,8 @@ void dist_config_init (struct dist_config *cfg)
 
 bool dist_config_preflight (const struct dist_config *cfg)
 {
+    if (cfg->profile == DIST_PROFILE_LAUNCHER)
+        return false;
     return cfg->preflight_user < 0 ? cfg->preflight_site : cfg->preflight_user == 1;
 }
 
@@ -175,6 +188,23 @@ static int spec_preflight (struct dist_config *cfg, const char *tok, const char 
     return -1;
 }
 
+static int spec_nproc (struct dist_config *cfg, const char *tok, const char *val, char *err,
+                       size_t errsz)
+{
+    char *end;
+    unsigned long n;
+
+    errno = 0;
+    n = strtoul (val, &end, 10);
+    if (val[0] >= '1' && val[0] <= '9' && *end == '\0' && errno == 0 && n <= DIST_NPROC_MAX) {
+        cfg->nproc = (uint32_t) n;
+        return 0;
+    }
+    snprintf (err, errsz, "--dist-train: '%.64s': nproc= takes the processes a launcher starts "
+                          "on each node, 1 to %d", tok, DIST_NPROC_MAX);
+    return -1;
+}
+
 /* Every word the parsers accept, in three tables that the parsers dispatch on: what is not
  * here is refused, and dist_config_word() lists them for the documentation's test. */
 struct setting {
@@ -189,6 +219,7 @@ static const struct setting spec_settings[] = {
     { "fail_fast", spec_fail_fast },
     { "watchdog", spec_watchdog },
     { "preflight", spec_preflight },
+    { "nproc", spec_nproc },
 };
 
 #define SPEC_VERBOSE (-1)
@@ -200,8 +231,17 @@ static const struct {
 } spec_words[] = {
     { "torch", DIST_PROFILE_TORCH }, { "jax", DIST_PROFILE_JAX }, { "tf", DIST_PROFILE_TF },
     { "off", DIST_PROFILE_OFF },     { "verbose", SPEC_VERBOSE }, { "help", SPEC_HELP },
-    { "preflight", SPEC_PREFLIGHT },
+    { "preflight", SPEC_PREFLIGHT }, { "launcher", DIST_PROFILE_LAUNCHER },
+    { "lightning", DIST_PROFILE_LIGHTNING }, { "submitit", DIST_PROFILE_SUBMITIT },
 };
+
+const char *dist_profile_name (enum dist_profile profile)
+{
+    for (size_t i = 0; i < sizeof (spec_words) / sizeof (spec_words[0]); i++)
+        if (spec_words[i].profile == (int) profile)
+            return spec_words[i].word;
+    return "?";
+}
 
 #define COUNT(a) (sizeof (a) / sizeof ((a)[0]))
 
@@ -226,7 +266,8 @@ static int parse_spec_setting (struct dist_config *cfg, const char *tok,
         return set->parse (cfg, tok, eq + 1, err, errsz);
     snprintf (err, errsz,
               "--dist-train: unknown SPEC setting '%.64s'; valid: bind=auto|gpu|cpu|none, "
-              "visible=all|own, fail_fast=on|off, watchdog=SECONDS, preflight=on|off", tok);
+              "visible=all|own, fail_fast=on|off, watchdog=SECONDS, preflight=on|off, "
+              "nproc=N", tok);
     return -1;
 }
 
@@ -247,6 +288,7 @@ int dist_config_parse_spec (struct dist_config *cfg, const char *spec,
     strcpy (buf, spec);
     cfg->profile = DIST_PROFILE_TORCH;
     cfg->verbose = false;
+    cfg->nproc = 0;
     cfg->help = false;
     for (tok = strtok_r (buf, ",", &save); tok != NULL;
          tok = strtok_r (NULL, ",", &save)) {
@@ -273,19 +315,34 @@ int dist_config_parse_spec (struct dist_config *cfg, const char *spec,
         }
         if (p < 0) {
             snprintf (err, errsz,
-                      "--dist-train: unknown SPEC token '%.64s'; valid: "
-                      "torch, jax, tf, off, verbose, preflight, bind=..., visible=..., help "
-                      "(comma-separated)", tok);
+                      "--dist-train: unknown SPEC token '%.48s'; valid: "
+                      "torch, jax, tf, off, launcher, lightning, submitit, verbose, preflight, "
+                      "bind=..., visible=..., nproc=..., help (comma-separated)", tok);
             return -1;
         }
         if (profile_seen && (enum dist_profile) p != cfg->profile) {
             snprintf (err, errsz,
-                      "--dist-train: SPEC '%.128s' names two profiles; give one of torch, jax, tf, off",
+                      "--dist-train: SPEC '%.128s' names two profiles; give one of torch, jax, tf, "
+                      "launcher, lightning, submitit, off",
                       spec);
             return -1;
         }
         profile_seen = true;
         cfg->profile = (enum dist_profile) p;
+    }
+    /* (checked once SPEC is read: its order is free) */
+    if (cfg->nproc > 0 && cfg->profile != DIST_PROFILE_LAUNCHER) {
+        snprintf (err, errsz, "--dist-train: nproc= is for the launcher profile "
+                              "(--dist-train=launcher,nproc=N), where one task per node starts "
+                              "the ranks; with one task per rank, srun's -n and "
+                              "--ntasks-per-node set them");
+        return -1;
+    }
+    if (cfg->preflight_user == 1 && cfg->profile == DIST_PROFILE_LAUNCHER) {
+        snprintf (err, errsz, "--dist-train: preflight checks one task per rank, and the "
+                              "launcher profile runs one task per node; drop preflight, or run "
+                              "`srun --dist-train dist-train-doctor` with one task per rank");
+        return -1;
     }
     return 0;
 }

@@ -23,7 +23,13 @@ enum dist_profile {
     DIST_PROFILE_TORCH,
     DIST_PROFILE_JAX,
     DIST_PROFILE_TF,
+    DIST_PROFILE_LAUNCHER,   /* one task per node runs torchrun/accelerate/composer */
+    DIST_PROFILE_LIGHTNING,  /* torch without TORCHELASTIC_*: Lightning stays on Slurm */
+    DIST_PROFILE_SUBMITIT,   /* torch without what submitit's export() writes */
 };
+
+/* The largest nproc= (processes a launcher starts on one node). */
+#define DIST_NPROC_MAX 1024
 
 /* What binding applies: GPUs (CUDA_VISIBLE_DEVICES order) and
  * CPUs (affinity), both, or neither. */
@@ -55,10 +61,14 @@ struct dist_config {
     bool preflight_site;             /* plugstack preflight=, off by default */
     int preflight_user;              /* SPEC preflight / preflight=: -1 not given, 0, 1 */
     char doctor[DIST_PATH_MAX];      /* plugstack doctor=PATH: dist-train-doctor */
+    uint32_t nproc;                  /* SPEC nproc=: launcher's processes per node, 0 = find */
 };
 
+/* The profile's name as SPEC spells it ("torch", "launcher" ...). */
+const char *dist_profile_name (enum dist_profile profile);
+
 /* Whether each step starts with dist-train-doctor's check: the user's choice, else the
- * site's default. */
+ * site's default; never for the launcher profile, whose one task per node is not a rank. */
 bool dist_config_preflight (const struct dist_config *cfg);
 
 /* Whether one failed task stops the whole step: the site's "off" cannot be

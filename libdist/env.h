@@ -13,7 +13,7 @@
 #include "address.h"
 #include "config.h"
 
-#define DIST_ENV_MAX 24
+#define DIST_ENV_MAX 32
 #define DIST_VALUE_MAX 64
 
 /* What is the same for every task of the step on one node. */
@@ -27,6 +27,7 @@ struct dist_step {
     uint32_t cpus_per_task;
     uint32_t restart_count;     /* SLURM_RESTART_COUNT, 0 if unset */
     uint32_t watchdog_s;        /* SPEC watchdog=: DIST_TRAIN_WATCHDOG, 0 = off */
+    uint32_t nproc_per_node;    /* launcher: the processes each node's launcher starts */
     char master_addr[DIST_ADDR_MAX];
     uint16_t master_port;
     char ifname[DIST_IFNAME_MAX]; /* interface that reaches rank 0; "" unknown */

@@ -85,6 +85,15 @@ static int step_gpus (spank_t sp, int *index, char (*tokens)[64])
     return n;
 }
 
+int dist_train_step_gpu_count (spank_t sp)
+{
+    char tokens[DIST_GPUS_MAX][64];
+    int index[DIST_GPUS_MAX], n;
+
+    n = step_gpus (sp, index, tokens);
+    return n > 0 ? n : 0;
+}
+
 /* slurmstepd's own affinity, on machines of any size (a fixed cpu_set_t
  * holds 1,024 CPUs: beyond, sched_getaffinity fails with EINVAL). */
 static int own_affinity (const struct dist_topo *t, hwloc_bitmap_t here)

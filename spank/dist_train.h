@@ -83,6 +83,8 @@ int dist_train_remote_task_init (spank_t sp);
  * (never fails the step; problems are reported by local rank 0) */
 void dist_train_bind_plan (spank_t sp);
 void dist_train_bind_task (spank_t sp, int local_rank, uint32_t *omp_threads);
+/* The step's GPUs on this node (0 when none, or Slurm's lists make no sense). */
+int dist_train_step_gpu_count (spank_t sp);
 
 /* topocache.c: where the node's topology comes from, and its per-boot cache */
 struct dist_topo;

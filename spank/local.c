@@ -86,6 +86,25 @@ int dist_train_local_check (void)
     return 0;
 }
 
+/* The launcher profile wants one task per node, as the step's layout (which
+ * srun holds by now) says: refused here, before any task starts. */
+static int launcher_tasks_refused (spank_t sp)
+{
+    uint32_t nodes, tasks;
+
+    if (dist_train.cfg.profile != DIST_PROFILE_LAUNCHER
+        || spank_get_item (sp, S_JOB_NNODES, &nodes) != ESPANK_SUCCESS
+        || spank_get_item (sp, S_JOB_TOTAL_TASK_COUNT, &tasks) != ESPANK_SUCCESS
+        || tasks == nodes)
+        return 0;
+    slurm_error ("%s: --dist-train=launcher runs one task per node, which starts the ranks "
+                 "(torchrun, accelerate launch, composer), and this step has %lu tasks on %lu "
+                 "nodes: add --ntasks-per-node=1 (and nproc=N for the processes per node, "
+                 "if not one per GPU)",
+                 PLUGIN_NAME, (unsigned long) tasks, (unsigned long) nodes);
+    return -1;
+}
+
 int dist_train_local_user_init (spank_t sp)
 {
     struct dist_handover h;
@@ -99,6 +118,8 @@ int dist_train_local_user_init (spank_t sp)
         || spank_get_item (sp, S_JOB_STEPID, &h.step_id) != ESPANK_SUCCESS
         || !dist_train_is_training_step (h.step_id))
         return 0;
+    if (launcher_tasks_refused (sp) < 0)
+        return -1;
     h.fail_fast = dist_config_fail_fast (&dist_train.cfg);
     if (h.fail_fast)
         dist_compat_srun_kill_on_bad_exit ();

@@ -49,7 +49,8 @@ static struct spank_option dist_train_option = {
     .arginfo = "[SPEC]",
     .usage = "Set up the environment for distributed training in every task "
              "(RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, ...). "
-             "SPEC: torch (default), jax, tf, off, verbose, preflight, help. "
+             "SPEC: torch (default), jax, tf, launcher, lightning, submitit, off, verbose, "
+             "preflight, help. "
              "Default from the environment variable DIST_TRAIN.",
     .has_arg = 2,
     .val = 0,

@@ -243,10 +243,16 @@ static int collect_step (spank_t sp, struct dist_step *step)
 
     step->master_port = dist_port_for_step (dist_train.cfg.port_lo, dist_train.cfg.port_hi,
                                             step->job_id, step->step_id);
-    /* A port the user chose is theirs to check; ours is checked where rank 0
-     * will listen, so a collision fails now instead of hanging later. */
-    if (here
-        && spank_getenv (sp, "MASTER_PORT", user_port, sizeof (user_port)) != ESPANK_SUCCESS
+    /* A port the user chose is theirs to check, and what the profile derives
+     * from it (JAX_COORDINATOR_ADDRESS, PET_MASTER_PORT) follows it; ours is
+     * checked where rank 0 will listen, so a collision fails now instead of
+     * hanging later. */
+    if (spank_getenv (sp, "MASTER_PORT", user_port, sizeof (user_port)) == ESPANK_SUCCESS) {
+        char *end;
+        unsigned long p = strtoul (user_port, &end, 10);
+        if (user_port[0] >= '1' && user_port[0] <= '9' && *end == '\0' && p <= 65535)
+            step->master_port = (uint16_t) p;
+    } else if (here
         && dist_train_check_port_free (step->master_addr, step->master_port,
                                        err, sizeof (err)) < 0) {
         snprintf (msg, sizeof (msg), "node %s: %s", node, err);
@@ -331,6 +337,53 @@ static bool heterogeneous_step (spank_t sp)
     return errno == 0 && end != all && *end == '\0' && n != mine;
 }
 
+/* The processes a launcher starts on each node: SPEC nproc=, else a number the user
+ * gave torchrun in PET_NPROC_PER_NODE, else the node's GPUs in the step, else
+ * srun's --gpus-per-node, else 1. */
+static uint32_t launcher_nproc (spank_t sp)
+{
+    char value[64], *count, *end;
+    unsigned long n;
+    uint32_t u;
+    int gpus;
+
+    if (dist_train.cfg.nproc > 0)
+        return dist_train.cfg.nproc;
+    if (env_count (sp, "PET_NPROC_PER_NODE", &u) && u >= 1 && u <= DIST_NPROC_MAX)
+        return u;
+    if ((gpus = dist_train_step_gpu_count (sp)) > 0)
+        return (uint32_t) gpus;
+    /* "N" or "TYPE:N" */
+    if (spank_getenv (sp, "SLURM_GPUS_PER_NODE", value, sizeof (value)) == ESPANK_SUCCESS) {
+        count = strrchr (value, ':') != NULL ? strrchr (value, ':') + 1 : value;
+        n = strtoul (count, &end, 10);
+        if (count[0] >= '1' && count[0] <= '9' && *end == '\0' && n <= DIST_NPROC_MAX)
+            return (uint32_t) n;
+    }
+    return 1;
+}
+
+/* The launcher profile: one task per node, which starts the node's ranks itself. */
+static int launcher_check (spank_t sp, struct dist_step *step)
+{
+    char msg[DIST_ERR_MAX];
+    uint32_t local;
+
+    if (get_u32 (sp, S_JOB_LOCAL_TASK_COUNT, "local task count", &local) < 0)
+        return -1;
+    if (local != 1) {
+        snprintf (msg, sizeof (msg),
+                  "--dist-train=launcher runs one task per node, which starts the ranks "
+                  "(torchrun, accelerate launch, composer), and this step has %lu tasks on a "
+                  "node: add --ntasks-per-node=1",
+                  (unsigned long) local);
+        dist_train_defer_error (msg);
+        return -1;
+    }
+    step->nproc_per_node = launcher_nproc (sp);
+    return 0;
+}
+
 int dist_train_remote_user_init (spank_t sp)
 {
     struct dist_step *step = &dist_train.step;
@@ -357,6 +410,8 @@ int dist_train_remote_user_init (spank_t sp)
         return 0;
     }
     read_srun_handover (sp, step);
+    if (dist_train.cfg.profile == DIST_PROFILE_LAUNCHER && launcher_check (sp, step) < 0)
+        return 0;
     if (collect_step (sp, step) == 0
         && (dist_train.cfg.profile != DIST_PROFILE_TF || build_tf_config (sp, step) == 0)) {
         if (dist_train_container_note (sp) < 0) {
@@ -413,12 +468,21 @@ static void report_step (spank_t sp)
     if (all != NULL && strlen (all) >= sizeof (nodes))
         memcpy (nodes + sizeof (nodes) - 4, "...", 4);
     free (all);
+    if (dist_train.cfg.profile == DIST_PROFILE_LAUNCHER) {
+        slurm_spank_log ("%s: step %lu.%lu: launcher profile, one launcher on each of %lu nodes "
+                         "(%s) starting %lu processes each, MASTER_ADDR=%s MASTER_PORT=%u, "
+                         "interface on node rank 0: %s",
+                         PLUGIN_NAME, (unsigned long) st->job_id, (unsigned long) st->step_id,
+                         (unsigned long) st->node_count, nodes,
+                         (unsigned long) st->nproc_per_node, st->master_addr,
+                         (unsigned) st->master_port,
+                         st->ifname[0] != '\0' ? st->ifname : "(not found)");
+        return;
+    }
     slurm_spank_log ("%s: step %lu.%lu: %s profile, %lu ranks on %lu nodes (%s), "
                      "MASTER_ADDR=%s MASTER_PORT=%u, interface on rank 0's node: %s",
                      PLUGIN_NAME, (unsigned long) st->job_id, (unsigned long) st->step_id,
-                     dist_train.cfg.profile == DIST_PROFILE_JAX  ? "jax"
-                     : dist_train.cfg.profile == DIST_PROFILE_TF ? "tf"
-                                                                 : "torch",
+                     dist_profile_name (dist_train.cfg.profile),
                      (unsigned long) st->world_size, (unsigned long) st->node_count,
                      nodes, st->master_addr, (unsigned) st->master_port,
                      st->ifname[0] != '\0' ? st->ifname : "(not found)");

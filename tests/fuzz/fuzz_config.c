@@ -25,6 +25,9 @@ static void check_config (const struct dist_config *cfg)
     FUZZ_CHECK (cfg->topology[0] == '\0' || cfg->topology[0] == '/');
     FUZZ_CHECK (cfg->fail_fast_user >= -1 && cfg->fail_fast_user <= 1);
     FUZZ_CHECK (cfg->watchdog_s <= 10000000);
+    FUZZ_CHECK (cfg->nproc <= DIST_NPROC_MAX);
+    if (cfg->profile == DIST_PROFILE_LAUNCHER)
+        FUZZ_CHECK (!dist_config_preflight (cfg));
     FUZZ_CHECK (dist_config_bind (cfg) >= DIST_BIND_AUTO && dist_config_bind (cfg) <= DIST_BIND_CPU);
     /* the site's "none" and "off" cannot be overridden */
     if (cfg->bind_site == DIST_BIND_NONE)
@@ -52,8 +55,11 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
         } else {
             if (dist_config_parse_spec (&cfg, arg, err, DIST_ERR_MAX) < 0)
                 check_err (err);
-            else
-                FUZZ_CHECK (cfg.profile >= DIST_PROFILE_OFF && cfg.profile <= DIST_PROFILE_TF);
+            else {
+                FUZZ_CHECK (cfg.profile >= DIST_PROFILE_OFF && cfg.profile <= DIST_PROFILE_SUBMITIT);
+                /* a SPEC that was taken: nproc= only with the launcher */
+                FUZZ_CHECK (cfg.nproc == 0 || cfg.profile == DIST_PROFILE_LAUNCHER);
+            }
         }
         check_config (&cfg);
         free (arg);

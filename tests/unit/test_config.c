@@ -64,7 +64,7 @@ static void test_spec_unknown_token_named (void **state)
     dist_config_init (&cfg);
     assert_int_equal (dist_config_parse_spec (&cfg, "torch,bogus", err, sizeof (err)), -1);
     assert_non_null (strstr (err, "'bogus'"));
-    assert_non_null (strstr (err, "valid: torch, jax, tf, off"));
+    assert_non_null (strstr (err, "valid: torch, jax, tf, off, launcher, lightning, submitit"));
 }
 
 static void test_spec_two_profiles (void **state)
@@ -282,10 +282,62 @@ static void test_printable (void **state)
     assert_string_equal (plain, "torch,verbose");
 }
 
+static void test_launcher_and_framework_profiles (void **state)
+{
+    struct dist_config cfg;
+    char err[DIST_ERR_MAX];
+
+    dist_config_init (&cfg);
+    assert_int_equal (dist_config_parse_spec (&cfg, "launcher", err, sizeof (err)), 0);
+    assert_int_equal (cfg.profile, DIST_PROFILE_LAUNCHER);
+    assert_int_equal (cfg.nproc, 0);
+    assert_int_equal (dist_config_parse_spec (&cfg, "nproc=8,launcher", err, sizeof (err)), 0);
+    assert_int_equal (cfg.profile, DIST_PROFILE_LAUNCHER);
+    assert_int_equal (cfg.nproc, 8);
+    /* each SPEC starts afresh */
+    assert_int_equal (dist_config_parse_spec (&cfg, "launcher", err, sizeof (err)), 0);
+    assert_int_equal (cfg.nproc, 0);
+    assert_int_equal (dist_config_parse_spec (&cfg, "lightning,verbose", err, sizeof (err)), 0);
+    assert_int_equal (cfg.profile, DIST_PROFILE_LIGHTNING);
+    assert_int_equal (dist_config_parse_spec (&cfg, "submitit", err, sizeof (err)), 0);
+    assert_int_equal (cfg.profile, DIST_PROFILE_SUBMITIT);
+    assert_string_equal (dist_profile_name (DIST_PROFILE_LAUNCHER), "launcher");
+    assert_string_equal (dist_profile_name (DIST_PROFILE_TORCH), "torch");
+
+    /* nproc= outside the launcher profile, and bad counts, named */
+    assert_int_equal (dist_config_parse_spec (&cfg, "torch,nproc=4", err, sizeof (err)), -1);
+    assert_non_null (strstr (err, "nproc= is for the launcher profile"));
+    assert_int_equal (dist_config_parse_spec (&cfg, "nproc=4", err, sizeof (err)), -1);
+    static const char *const bad[] = { "launcher,nproc=0", "launcher,nproc=", "launcher,nproc=-1",
+                                       "launcher,nproc=1025", "launcher,nproc=4x",
+                                       "launcher,nproc=99999999999999999999" };
+    for (size_t i = 0; i < sizeof (bad) / sizeof (bad[0]); i++) {
+        assert_int_equal (dist_config_parse_spec (&cfg, bad[i], err, sizeof (err)), -1);
+        assert_non_null (strstr (err, "nproc= takes"));
+    }
+    assert_int_equal (dist_config_parse_spec (&cfg, "launcher,nproc=1024", err, sizeof (err)), 0);
+
+    /* preflight checks ranks: never for the launcher profile */
+    dist_config_init (&cfg);
+    assert_int_equal (dist_config_parse_spec (&cfg, "launcher,preflight", err, sizeof (err)), -1);
+    assert_non_null (strstr (err, "launcher profile runs one task per node"));
+    dist_config_init (&cfg);
+    assert_int_equal (dist_config_parse_arg (&cfg, "preflight=on", err, sizeof (err)), 0);
+    assert_int_equal (dist_config_parse_spec (&cfg, "launcher", err, sizeof (err)), 0);
+    assert_false (dist_config_preflight (&cfg));
+    assert_int_equal (dist_config_parse_spec (&cfg, "torch", err, sizeof (err)), 0);
+    assert_true (dist_config_preflight (&cfg));
+
+    /* two profiles */
+    assert_int_equal (dist_config_parse_spec (&cfg, "launcher,lightning", err, sizeof (err)), -1);
+    assert_non_null (strstr (err, "names two profiles"));
+}
+
 int main (void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test (test_defaults),
+        cmocka_unit_test (test_launcher_and_framework_profiles),
         cmocka_unit_test (test_spec_empty_means_torch),
         cmocka_unit_test (test_spec_tokens),
         cmocka_unit_test (test_spec_unknown_token_named),

@@ -97,12 +97,33 @@ static void test_values_over_a_container_environment (void **state)
             "expect OMP_NUM_THREADS=1\n");
 }
 
+/* The launcher profile: one task on the second of two nodes, with the node's 4 GPUs,
+ * starts 4 processes; the user's MASTER_PORT is what torchrun is told too. */
+static void test_launcher_counts_the_launched_processes (void **state)
+{
+    replay ("option launcher\n"
+            "item job=96 step=0 nnodes=2 nodeid=1 ntasks=2 local=1 base=1 cpus=2 cores=0-1\n"
+            "env SLURM_STEP_NODELIST=n1,n2\n"
+            "env CUDA_VISIBLE_DEVICES=0,1,2,3\n"
+            "env SLURM_STEP_GPUS=0,1,2,3\n"
+            "env DIST_TRAIN_SRUN=step=96.0 rank0=n1 addr=10.9.0.1 fail_fast=1\n"
+            "env MASTER_PORT=23456\n"
+            "expect PET_NPROC_PER_NODE=4\n"
+            "expect PET_NODE_RANK=1\n"
+            "expect PET_MASTER_PORT=23456\n"
+            "expect PET_MASTER_ADDR=10.9.0.1\n"
+            "expect WORLD_SIZE=8\n"
+            "expect BASE_RANK=4\n"
+            "expect CUDA_VISIBLE_DEVICES=0,1,2,3\n");
+}
+
 int main (int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test (test_node_name_in_fail_fast_log),
         cmocka_unit_test (test_1500_nodes_of_scattered_names),
         cmocka_unit_test (test_values_over_a_container_environment),
+        cmocka_unit_test (test_launcher_counts_the_launched_processes),
     };
 
     LLVMFuzzerInitialize (&argc, &argv);
