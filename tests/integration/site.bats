@@ -46,19 +46,6 @@ setup() {
     plugstack "topology=$GPU_XML"
 }
 
-# run_lines CMD...: bind-env's lines sorted by rank in $lines, stderr in $err.
-run_lines() {
-    local out
-    out=$(timeout 90 "$@" 2>"$BATS_TEST_TMPDIR/err") || {
-        cat "$BATS_TEST_TMPDIR/err" >&2
-        echo "failed: $*" >&2
-        return 1
-    }
-    err=$(cat "$BATS_TEST_TMPDIR/err")
-    mapfile -t lines < <(grep '^RANK=' <<<"$out" | sort -t= -k2 -n)
-    printf '%s\n' "${lines[@]}"
-}
-
 # The GPUs CUDA would see in a task, in CUDA's order, by bus id: it numbers
 # the GPUs its device cgroup lets it open (DEVS) in PCI order, and
 # CUDA_VISIBLE_DEVICES indexes that list.

@@ -84,6 +84,20 @@ step_env() {
     mapfile -t lines < <(sort -t= -k2 -n <<<"$out")
 }
 
+# run_lines CMD...: the lines of its tasks that start with RANK=, sorted by rank,
+# in $lines; its stderr in $err.  Fails, showing stderr, when CMD fails.
+run_lines() {
+    local out
+    out=$(timeout 120 "$@" 2>"$BATS_TEST_TMPDIR/err") || {
+        cat "$BATS_TEST_TMPDIR/err" >&2
+        echo "failed: $*" >&2
+        return 1
+    }
+    err=$(cat "$BATS_TEST_TMPDIR/err")
+    mapfile -t lines < <(grep '^RANK=' <<<"$out" | sort -t= -k2 -n)
+    printf '%s\n' "${lines[@]}"
+}
+
 # Check every task line of a step of $1 nodes and $2 tasks against Slurm's
 # facts and the layout's invariants; print what is wrong and fail.
 check_layout() {

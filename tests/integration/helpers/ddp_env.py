@@ -1,6 +1,8 @@
-"""ddp_env.py [MEETING_DIR] - a PyTorch DDP program as a container runs it:
-the process group from the environment (env://, gloo), one all_reduce and a
-DDP step, then one line with what the rank saw, for container.bats.
+"""ddp_env.py [MEETING_DIR] - a PyTorch DDP program as a container or a
+launcher (torchrun) runs it: the process group from the environment (env://,
+gloo), one all_reduce and a DDP step, then one line with what the rank saw
+and when (epoch seconds) its first all_reduce returned, for container.bats,
+frameworks.bats and scripts/bench-launcher.
 
 With MEETING_DIR, rank 0 waits (at most 60 s) until another step's rank 0
 has left its mark there too, so that two steps hold their MASTER_PORT at the
@@ -42,6 +44,7 @@ def main():
     rank, world = dist.get_rank(), dist.get_world_size()
     t = torch.tensor([rank + 1.0])
     dist.all_reduce(t)
+    reduced_at = time.time()
     model = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 1))
     model(torch.ones(2, 4)).sum().backward()
     if len(sys.argv) > 1 and rank == 0:
@@ -53,7 +56,9 @@ def main():
           f" MASTER_ADDR={env('MASTER_ADDR', 'unset')} MASTER_PORT={env('MASTER_PORT', 'unset')}"
           f" CVD={env('CUDA_VISIBLE_DEVICES', 'unset')} ORDER={env('CUDA_DEVICE_ORDER', 'unset')}"
           f" CPUS={env('DIST_TRAIN_CPUS', 'unset')} AFFINITY={affinity()}"
-          f" OMP={env('OMP_NUM_THREADS', 'unset')} IMAGE={env('PYTORCH_VERSION', 'unset')}",
+          f" OMP={env('OMP_NUM_THREADS', 'unset')} IMAGE={env('PYTORCH_VERSION', 'unset')}"
+          f" LWS={env('LOCAL_WORLD_SIZE', 'unset')} GROUP={env('GROUP_RANK', 'unset')}"
+          f" RUN_ID={env('TORCHELASTIC_RUN_ID', 'unset')} REDUCED_AT={reduced_at:.3f}",
           flush=True)
     dist.destroy_process_group()
 
