@@ -73,9 +73,11 @@ check_torchrun_world() {
     local show='echo "$SLURM_NODEID $PET_NNODES $PET_NODE_RANK $PET_NPROC_PER_NODE $WORLD_SIZE'
     show+=' $LOCAL_WORLD_SIZE $BASE_RANK $NODE_RANK $PET_MASTER_ADDR:$PET_MASTER_PORT'
     show+=' ${RANK:-none} ${CUDA_VISIBLE_DEVICES:-none}"'
-    run timeout 60 srun -N2 --ntasks-per-node=1 --gres=gpu:4 --dist-train=launcher sh -c "$show"
+    run timeout 60 srun -N2 --ntasks-per-node=1 --gres=gpu:4 --dist-train=launcher,verbose \
+        sh -c "$show"
     echo "$output"
     [ "$status" -eq 0 ]
+    [[ $output == *"launcher profile, one launcher on each of 2 nodes (node[1-2]) starting 4 processes each"* ]]
     local addr
     addr=$(node_addr node1)
     [[ $output == *"0 2 0 4 8 4 0 0 $addr:"*" none 0,1,2,3"* ]]

@@ -36,11 +36,29 @@ def meet(path):
         time.sleep(0.2)
 
 
-def main():
+def process_group():
+    """The process group from the environment, env:// as torch does it."""
+    timeout = datetime.timedelta(seconds=60)
     # Debian's PyTorch 2.x has no libuv, which its TCPStore asks for by default
     # (1.13 knows no such switch and ignores it)
     os.environ.setdefault("USE_LIBUV", "0")
-    dist.init_process_group("gloo", init_method="env://", timeout=datetime.timedelta(seconds=60))
+    env = os.environ
+    if (env.get("TORCHELASTIC_USE_AGENT_STORE") == "True" and env["USE_LIBUV"] == "0"
+            and "use_libuv" in (dist.TCPStore.__init__.__doc__ or "")):
+        # Under torchrun, env:// makes a client of the agent's store, asking
+        # for libuv whatever USE_LIBUV says (PyTorch 2.6): the same client
+        # without it
+        store = dist.TCPStore(host_name=env["MASTER_ADDR"], port=int(env["MASTER_PORT"]),
+                              world_size=int(env["WORLD_SIZE"]), is_master=False,
+                              timeout=timeout, use_libuv=False)
+        dist.init_process_group("gloo", store=store, rank=int(env["RANK"]),
+                                world_size=int(env["WORLD_SIZE"]), timeout=timeout)
+    else:
+        dist.init_process_group("gloo", init_method="env://", timeout=timeout)
+
+
+def main():
+    process_group()
     rank, world = dist.get_rank(), dist.get_world_size()
     t = torch.tensor([rank + 1.0])
     dist.all_reduce(t)
