@@ -67,8 +67,9 @@ assert r["problems"] == [], r' "$json"
     echo "$output"
     [ "$status" -eq 0 ]
     [[ $output == *"dist-train-doctor: ok: all 4 ranks on 2 nodes checked in"* ]]
-    # a script that pins every rank to the first GPU
-    run timeout 60 srun --dist-train -N2 --ntasks-per-node=2 --gres=gpu:4 bash -c \
+    # a script that pins every rank to the first GPU (on named nodes: the last
+    # step's node may not be free again yet, and the lines name them)
+    run timeout 60 srun --dist-train -w node1,node2 --ntasks-per-node=2 --gres=gpu:4 bash -c \
         'export CUDA_VISIBLE_DEVICES=0; unset DIST_TRAIN_GPUS; exec "$0" --timeout 5' "$DOCTOR"
     echo "$output"
     [ "$status" -ne 0 ]
