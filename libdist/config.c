@@ -145,18 +145,27 @@ static int spec_visible (struct dist_config *cfg, const char *tok, const char *v
     return -1;
 }
 
+/* A decimal count from lo to hi, digits only; 0 on success. */
+static int parse_count (const char *val, unsigned long lo, unsigned long hi, uint32_t *out)
+{
+    char *end;
+    unsigned long n;
+
+    if (val[0] < '0' || val[0] > '9')
+        return -1;
+    errno = 0;
+    n = strtoul (val, &end, 10);
+    if (*end != '\0' || errno != 0 || n < lo || n > hi)
+        return -1;
+    *out = (uint32_t) n;
+    return 0;
+}
+
 static int spec_watchdog (struct dist_config *cfg, const char *tok, const char *val, char *err,
                           size_t errsz)
 {
-    char *end;
-    unsigned long s;
-
-    errno = 0;
-    s = strtoul (val, &end, 10);
-    if (val[0] >= '0' && val[0] <= '9' && *end == '\0' && errno == 0 && s <= 10000000) {
-        cfg->watchdog_s = (uint32_t) s;
+    if (parse_count (val, 0, 10000000, &cfg->watchdog_s) == 0)
         return 0;
-    }
     snprintf (err, errsz, "--dist-train: '%.64s': watchdog= takes seconds, e.g. "
                           "watchdog=600 (0 = off)", tok);
     return -1;
@@ -191,15 +200,8 @@ static int spec_preflight (struct dist_config *cfg, const char *tok, const char 
 static int spec_nproc (struct dist_config *cfg, const char *tok, const char *val, char *err,
                        size_t errsz)
 {
-    char *end;
-    unsigned long n;
-
-    errno = 0;
-    n = strtoul (val, &end, 10);
-    if (val[0] >= '1' && val[0] <= '9' && *end == '\0' && errno == 0 && n <= DIST_NPROC_MAX) {
-        cfg->nproc = (uint32_t) n;
+    if (parse_count (val, 1, DIST_NPROC_MAX, &cfg->nproc) == 0)
         return 0;
-    }
     snprintf (err, errsz, "--dist-train: '%.64s': nproc= takes the processes a launcher starts "
                           "on each node, 1 to %d", tok, DIST_NPROC_MAX);
     return -1;

@@ -187,6 +187,7 @@ static int collect_step (spank_t sp, struct dist_step *step)
     char err[DIST_ERR_MAX];
     char msg[DIST_ERR_MAX + 128];
     char user_port[16];
+    uint32_t user_port_n;
     char user_addr[256];
     char *node = NULL, *first = NULL, *self = NULL;
     bool here;
@@ -248,10 +249,9 @@ static int collect_step (spank_t sp, struct dist_step *step)
      * checked where rank 0 will listen, so a collision fails now instead of
      * hanging later. */
     if (spank_getenv (sp, "MASTER_PORT", user_port, sizeof (user_port)) == ESPANK_SUCCESS) {
-        char *end;
-        unsigned long p = strtoul (user_port, &end, 10);
-        if (user_port[0] >= '1' && user_port[0] <= '9' && *end == '\0' && p <= 65535)
-            step->master_port = (uint16_t) p;
+        if (env_count (sp, "MASTER_PORT", &user_port_n) && user_port_n >= 1
+            && user_port_n <= 65535)
+            step->master_port = (uint16_t) user_port_n;
     } else if (here
         && dist_train_check_port_free (step->master_addr, step->master_port,
                                        err, sizeof (err)) < 0) {
