@@ -1,8 +1,10 @@
 /* handover.c - the text srun hands to every node (see handover.h). */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "handover.h"
 
@@ -19,15 +21,55 @@ static bool valid_name (const char *s)
     return true;
 }
 
+/* A key: exactly DIST_STEP_KEY_HEX lowercase hex digits. */
+static bool valid_key (const char *s, size_t len)
+{
+    if (len != DIST_STEP_KEY_HEX)
+        return false;
+    for (size_t i = 0; i < len; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+            return false;
+    return true;
+}
+
 int dist_handover_format (const struct dist_handover *h, char *buf, size_t size)
 {
+    size_t klen = strnlen (h->key, sizeof (h->key));
     int n;
 
-    if (!valid_name (h->rank0_node) || !valid_name (h->rank0_addr))
+    if (!valid_name (h->rank0_node) || !valid_name (h->rank0_addr)
+        || (klen > 0 && !valid_key (h->key, klen)))
         return -1;
-    n = snprintf (buf, size, "step=%" PRIu32 ".%" PRIu32 " rank0=%s addr=%s fail_fast=%d",
-                  h->job_id, h->step_id, h->rank0_node, h->rank0_addr, h->fail_fast ? 1 : 0);
+    n = snprintf (buf, size, "step=%" PRIu32 ".%" PRIu32 " rank0=%s addr=%s fail_fast=%d%s%.*s",
+                  h->job_id, h->step_id, h->rank0_node, h->rank0_addr, h->fail_fast ? 1 : 0,
+                  klen > 0 ? " key=" : "", (int) klen, h->key);
     return n < 0 || (size_t) n >= size ? -1 : 0;
+}
+
+int dist_random_hex (char *out, size_t nbytes)
+{
+    static const char digits[] = "0123456789abcdef";
+    unsigned char bytes[64];
+    size_t got = 0, i;
+    ssize_t n;
+
+    out[0] = '\0';
+    if (nbytes > sizeof (bytes))
+        return -1;
+    while (got < nbytes) {
+        n = getrandom (bytes + got, nbytes - got, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        got += (size_t) n;
+    }
+    for (i = 0; i < nbytes; i++) {
+        out[2 * i] = digits[bytes[i] >> 4];
+        out[2 * i + 1] = digits[bytes[i] & 15];
+    }
+    out[2 * nbytes] = '\0';
+    return 0;
 }
 
 static int parse_u32 (const char *s, const char *end, uint32_t *out)
@@ -70,6 +112,13 @@ static int parse_word (const char *w, size_t len, struct dist_handover *h, bool 
         if (vlen != 1 || (eq[1] != '0' && eq[1] != '1'))
             return -1;
         h->fail_fast = eq[1] == '1';
+        return 0;
+    }
+    if (klen == 3 && memcmp (w, "key", 3) == 0) {
+        if (!valid_key (eq + 1, vlen))
+            return -1;
+        memcpy (h->key, eq + 1, vlen);
+        h->key[vlen] = '\0';
         return 0;
     }
     if (klen == 5 && memcmp (w, "rank0", 5) == 0)

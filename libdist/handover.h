@@ -6,8 +6,11 @@
  * no slurmstepd has to call slurmctld (a call that deadlocks on Slurm's
  * auth lock inside slurmstepd since 23.11, and costs O(nodes) RPCs).
  *
- * The text is "step=JOB.STEP rank0=NODE addr=NODEADDR fail_fast=0|1": it is
- * tied to one step, so a stale copy in a nested environment is ignored.
+ * The text is "step=JOB.STEP rank0=NODE addr=NODEADDR fail_fast=0|1
+ * key=HEX": it is tied to one step, so a stale copy in a nested environment
+ * is ignored.  key is 32 random bytes srun drew for the step: every task
+ * gets it (DIST_TRAIN_STEP_KEY), and only the step's tasks can read it, so
+ * dist-train-doctor's ranks sign their messages with it.
  */
 #ifndef DIST_HANDOVER_H
 #define DIST_HANDOVER_H
@@ -17,8 +20,10 @@
 #include <stdint.h>
 
 #define DIST_HANDOVER_VAR "DIST_TRAIN_SRUN"
+#define DIST_STEP_KEY_VAR "DIST_TRAIN_STEP_KEY" /* the key, as each task gets it */
 #define DIST_NODE_MAX 256 /* a node name or a NodeAddr (a name or an address) */
-#define DIST_HANDOVER_MAX (2 * DIST_NODE_MAX + 80)
+#define DIST_STEP_KEY_HEX 64 /* 32 bytes as lowercase hex digits */
+#define DIST_HANDOVER_MAX (2 * DIST_NODE_MAX + DIST_STEP_KEY_HEX + 90)
 
 struct dist_handover {
     uint32_t job_id;
@@ -26,14 +31,19 @@ struct dist_handover {
     char rank0_node[DIST_NODE_MAX]; /* "" when srun could not tell */
     char rank0_addr[DIST_NODE_MAX]; /* Slurm's NodeAddr of it, "" = none */
     bool fail_fast; /* srun stops the step on a bad exit */
+    char key[DIST_STEP_KEY_HEX + 1]; /* "" when srun could not draw one */
 };
 
-/* Write h as text; -1 when a name has a character outside [A-Za-z0-9._:-]
- * or the text does not fit. */
+/* Write h as text; -1 when a name has a character outside [A-Za-z0-9._:-],
+ * the key is not "" or 64 lowercase hex digits, or the text does not fit. */
 int dist_handover_format (const struct dist_handover *h, char *buf, size_t size);
 
 /* Read text into h; -1 (h cleared) for anything malformed: unknown keys,
  * bad numbers, bad characters, overlong names, a missing step. */
 int dist_handover_parse (const char *text, struct dist_handover *h);
+
+/* nbytes from the kernel's random source, as 2 * nbytes lowercase hex
+ * digits and a NUL into out (a step's key, a nonce); 0, or -1 (out ""). */
+int dist_random_hex (char *out, size_t nbytes);
 
 #endif /* DIST_HANDOVER_H */

@@ -120,6 +120,9 @@ int dist_train_local_user_init (spank_t sp)
         return 0;
     if (launcher_tasks_refused (sp) < 0)
         return -1;
+    /* (without a key the tasks still start; dist-train-doctor says why it cannot run) */
+    if (dist_random_hex (h.key, DIST_STEP_KEY_HEX / 2) < 0)
+        slurm_verbose ("%s: cannot draw the step's key: %m", PLUGIN_NAME);
     h.fail_fast = dist_config_fail_fast (&dist_train.cfg);
     if (h.fail_fast)
         dist_compat_srun_kill_on_bad_exit ();

@@ -544,6 +544,12 @@ int dist_train_remote_task_init (spank_t sp)
         report_step (sp);
     /* srun's note to the nodes is not part of the contract */
     spank_unsetenv (sp, DIST_HANDOVER_VAR);
+    /* the key this step's srun drew, never one a task inherited from another step */
+    if (dist_train.have_srun && dist_train.srun.key[0] != '\0') {
+        if (spank_setenv (sp, DIST_STEP_KEY_VAR, dist_train.srun.key, 1) != ESPANK_SUCCESS)
+            slurm_verbose ("%s: cannot set %s", PLUGIN_NAME, DIST_STEP_KEY_VAR);
+    } else
+        spank_unsetenv (sp, DIST_STEP_KEY_VAR);
     /* (this is the task's own process: its copy of the step may change) */
     dist_train_bind_task (sp, local_rank, &dist_train.step.cpus_per_task);
     n = dist_env_build (dist_train.cfg.profile, &dist_train.step, rank,

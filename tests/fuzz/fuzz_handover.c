@@ -25,7 +25,12 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
         FUZZ_CHECK (dist_handover_parse (out, &back) == 0);
         FUZZ_CHECK (back.job_id == h.job_id && back.step_id == h.step_id
                     && back.fail_fast == h.fail_fast && strcmp (back.rank0_node, h.rank0_node) == 0
-                    && strcmp (back.rank0_addr, h.rank0_addr) == 0);
+                    && strcmp (back.rank0_addr, h.rank0_addr) == 0
+                    && strcmp (back.key, h.key) == 0);
+        /* a key is 64 lowercase hex digits or none */
+        FUZZ_CHECK (h.key[0] == '\0'
+                    || (strlen (h.key) == DIST_STEP_KEY_HEX
+                        && strspn (h.key, "0123456789abcdef") == DIST_STEP_KEY_HEX));
         free (out);
     } else {
         /* a refused text leaves nothing behind */

@@ -103,6 +103,44 @@ static void test_parse_refuses_hostile_text (void **state)
     assert_int_equal (dist_handover_parse (big, &h), -1);
 }
 
+/* The step's key: drawn fresh, carried as 64 lowercase hex digits, and
+ * nothing else accepted in its place. */
+static void test_key (void **state)
+{
+    struct dist_handover h = {.job_id = 9, .step_id = 0}, back;
+    char text[DIST_HANDOVER_MAX], other[DIST_STEP_KEY_HEX + 1];
+    const char *bad[] = {
+        "step=9.0 key=",
+        "step=9.0 key=0123", /* too short */
+        "step=9.0 key=0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef", /* upper */
+        "step=9.0 key=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdefa", /* long */
+        "step=9.0 key=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdeg",
+    };
+
+    (void) state;
+    assert_int_equal (dist_random_hex (h.key, DIST_STEP_KEY_HEX / 2), 0);
+    assert_int_equal (strlen (h.key), DIST_STEP_KEY_HEX);
+    assert_int_equal (strspn (h.key, "0123456789abcdef"), DIST_STEP_KEY_HEX);
+    assert_int_equal (dist_random_hex (other, DIST_STEP_KEY_HEX / 2), 0);
+    assert_string_not_equal (h.key, other);
+    assert_int_equal (dist_handover_format (&h, text, sizeof (text)), 0);
+    assert_non_null (strstr (text, " key="));
+    assert_int_equal (dist_handover_parse (text, &back), 0);
+    assert_string_equal (back.key, h.key);
+    for (size_t i = 0; i < sizeof (bad) / sizeof (bad[0]); i++) {
+        assert_int_equal (dist_handover_parse (bad[i], &back), -1);
+        assert_string_equal (back.key, "");
+    }
+    /* a key that is not one is never written */
+    strcpy (h.key, "not-a-key");
+    assert_int_equal (dist_handover_format (&h, text, sizeof (text)), -1);
+    /* no key, no word */
+    h.key[0] = '\0';
+    assert_int_equal (dist_handover_format (&h, text, sizeof (text)), 0);
+    assert_null (strstr (text, "key"));
+    assert_int_equal (dist_random_hex (other, 65), -1);
+}
+
 int main (void)
 {
     const struct CMUnitTest tests[] = {
@@ -110,6 +148,7 @@ int main (void)
         cmocka_unit_test (test_empty_names),
         cmocka_unit_test (test_format_refuses_odd_names),
         cmocka_unit_test (test_parse_refuses_hostile_text),
+        cmocka_unit_test (test_key),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }
