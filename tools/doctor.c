@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "doctor.h"
+#include "doctor_auth.h"
 #include "doctor_facts.h"
 #include "doctor_net.h"
 #include "doctor_serve.h"
@@ -105,18 +106,108 @@ static int fail_late (long start_ms, const struct options *o)
     return 1;
 }
 
-/* The part every rank but 0 plays: connect, send, wait for the verdict. */
-static int run_peer (struct doctor_rank *self, const struct options *o, long start_ms)
+/* One line from rank 0, whole, before deadline_ms: its length with the
+ * '\n', 0 when rank 0 hung up or said nothing in time. */
+static size_t read_line (int fd, char *buf, size_t size, long deadline_ms)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    size_t got = 0;
+
+    while (got < size && memchr (buf, '\n', got) == NULL) {
+        long left = deadline_ms - doctor_now_ms ();
+        ssize_t n;
+        if (left <= 0 || poll (&p, 1, (int) left) <= 0)
+            return 0;
+        n = recv (fd, buf + got, size - got, 0);
+        if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
+            return 0;
+        if (n > 0)
+            got += (size_t) n;
+    }
+    return memchr (buf, '\n', got) != NULL ? got : 0;
+}
+
+/* Where a rank connects from: NCCL_SOCKET_IFNAME's interface (its address
+ * into src, its name into self->ifname), NULL for the kernel's choice;
+ * -1 when the interface has no address of rank 0's family. */
+static int source_address (struct doctor_rank *self, const struct sockaddr_storage *dst,
+                           struct sockaddr_storage *src, char *src_text, size_t size,
+                           const struct sockaddr_storage **out)
 {
     const char *ifname = doctor_facts_ifname ();
+
+    *out = NULL;
+    snprintf (src_text, size, "NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME unset");
+    /* NCCL's "^name" excludes interfaces and lets the routes choose: so do we */
+    if (ifname != NULL && ifname[0] == '^') {
+        snprintf (src_text, size, "NCCL_SOCKET_IFNAME excludes, the routes choose");
+        return 0;
+    }
+    if (ifname == NULL)
+        return 0;
+    if (doctor_interface_address (ifname, dst->ss_family, src, self->ifname, sizeof (self->ifname))
+        < 0) {
+        char name[DOCTOR_NAME_MAX];
+        doctor_printable (name, sizeof (name), ifname);
+        fprintf (stderr,
+                 P "rank %ld on %s: the interface %s (NCCL_SOCKET_IFNAME/"
+                   "GLOO_SOCKET_IFNAME) has no %s address here; set it to an interface that "
+                   "reaches rank 0 (ip -br addr)\n",
+                 self->rank, self->node, name, dst->ss_family == AF_INET6 ? "IPv6" : "IPv4");
+        return -1;
+    }
+    doctor_addr_text (src, src_text, size);
+    *out = src;
+    return 0;
+}
+
+enum exchange { SENT, NO_PROOF, BAD_PROOF, SEND_FAILED };
+
+/* The handshake on a connection to rank 0, then our signed record; pn and
+ * sn are the nonces, for the verdict. */
+static enum exchange exchange (int fd, struct doctor_rank *self, const struct doctor_key *key,
+                               char *pn, char *sn, long deadline)
+{
+    char line[DOCTOR_AUTH_LINE_MAX], msg[DOCTOR_AUTH_LINE_MAX + DOCTOR_MSG_MAX];
+    size_t got;
+    int n, len;
+
+    if (doctor_nonce (pn) < 0 || (n = doctor_hello_format (pn, line, sizeof (line))) < 0
+        || doctor_send_all (fd, line, (size_t) n, deadline) < 0)
+        return SEND_FAILED;
+    if ((got = read_line (fd, line, sizeof (line), deadline)) == 0)
+        return NO_PROOF;
+    /* nothing about us goes to what cannot show it knows the key */
+    if (doctor_proof_check (key, pn, line, got, sn) < 0)
+        return BAD_PROOF;
+    len = doctor_wire_encode (self, msg + DOCTOR_AUTH_LINE_MAX, DOCTOR_MSG_MAX);
+    if (len < 0
+        || (n = doctor_record_header (key, sn, pn, msg + DOCTOR_AUTH_LINE_MAX, (size_t) len, line,
+                                      sizeof (line)))
+               < 0)
+        return SEND_FAILED;
+    /* the header right before the record, sent as one */
+    memcpy (msg + DOCTOR_AUTH_LINE_MAX - n, line, (size_t) n);
+    return doctor_send_all (fd, msg + DOCTOR_AUTH_LINE_MAX - n, (size_t) (n + len), deadline) < 0
+               ? SEND_FAILED
+               : SENT;
+}
+
+/* The part every rank but 0 plays: connect, prove, send, wait for the
+ * verdict. */
+static int run_peer (struct doctor_rank *self, const struct doctor_key *key,
+                     const struct options *o, long start_ms)
+{
     struct sockaddr_storage dst, src, local;
+    const struct sockaddr_storage *from;
     socklen_t dstlen, llen = sizeof (local);
     long deadline = start_ms + (long) (o->timeout_s * 1000);
-    char msg[DOCTOR_MSG_MAX], answer[128], reason[DOCTOR_LINE_MAX];
-    char src_text[DOCTOR_NAME_MAX] = "NCCL_SOCKET_IFNAME and GLOO_SOCKET_IFNAME unset";
-    struct pollfd p;
-    size_t got = 0;
-    int fd, err = 0, len;
+    char line[DOCTOR_AUTH_LINE_MAX], reason[DOCTOR_LINE_MAX], src_text[DOCTOR_NAME_MAX];
+    char pn[DOCTOR_NONCE_HEX + 1], sn[DOCTOR_NONCE_HEX + 1];
+    enum exchange how = NO_PROOF;
+    size_t got;
+    bool ok;
+    int fd = -1, err = 0;
 
     if (doctor_sockaddr (self->master_addr, self->master_port, &dst, &dstlen) < 0) {
         fprintf (stderr,
@@ -125,80 +216,71 @@ static int run_peer (struct doctor_rank *self, const struct options *o, long sta
                  self->rank, self->node, self->master_addr, self->master_port);
         return EXIT_SETUP;
     }
-    /* NCCL's "^name" excludes interfaces and lets the routes choose: so do we */
-    if (ifname != NULL && ifname[0] == '^') {
-        ifname = NULL;
-        snprintf (src_text, sizeof (src_text), "NCCL_SOCKET_IFNAME excludes, the routes choose");
-    }
-    if (ifname != NULL
-        && doctor_interface_address (ifname, dst.ss_family, &src, self->ifname,
-                                     sizeof (self->ifname))
-               < 0) {
-        char name[DOCTOR_NAME_MAX];
-        doctor_printable (name, sizeof (name), ifname);
-        fprintf (stderr,
-                 P "rank %ld on %s: the interface %s (NCCL_SOCKET_IFNAME/"
-                   "GLOO_SOCKET_IFNAME) has no %s address here; set it to an interface that "
-                   "reaches rank 0 (ip -br addr)\n",
-                 self->rank, self->node, name, dst.ss_family == AF_INET6 ? "IPv6" : "IPv4");
+    if (source_address (self, &dst, &src, src_text, sizeof (src_text), &from) < 0)
         return fail_late (start_ms, o);
+    /* rank 0 closes a connection it has no room for, or that was slow to
+     * prove itself: such a connection is tried again */
+    while (how == NO_PROOF && doctor_now_ms () < deadline) {
+        if (fd >= 0) {
+            close (fd);
+            poll (NULL, 0, 50); /* (not a busy loop against a port that hangs up at once) */
+        }
+        fd = doctor_connect (&dst, dstlen, from, deadline, &err);
+        if (fd < 0) {
+            fprintf (stderr,
+                     P "rank %ld on %s: cannot reach rank 0 at %s:%s from %s (%s) within "
+                       "%.0f s: %s\n",
+                     self->rank, self->node, self->master_addr, self->master_port,
+                     self->ifname[0] ? self->ifname : "the interface the kernel picks", src_text,
+                     o->timeout_s, why (err, self->master_addr, reason, sizeof (reason)));
+            return fail_late (start_ms, o);
+        }
+        self->connect_ms = doctor_now_ms () - start_ms;
+        if (getsockname (fd, (struct sockaddr *) &local, &llen) == 0) {
+            doctor_addr_text (&local, self->source, sizeof (self->source));
+            if (self->ifname[0] == '\0')
+                doctor_interface_of (&local, self->ifname, sizeof (self->ifname));
+        }
+        how = exchange (fd, self, key, pn, sn, deadline);
     }
-    if (ifname != NULL)
-        doctor_addr_text (&src, src_text, sizeof (src_text));
-    fd = doctor_connect (&dst, dstlen, ifname != NULL ? &src : NULL, deadline, &err);
-    if (fd < 0) {
-        fprintf (stderr,
-                 P "rank %ld on %s: cannot reach rank 0 at %s:%s from %s (%s) within "
-                   "%.0f s: %s\n",
-                 self->rank, self->node, self->master_addr, self->master_port,
-                 self->ifname[0] ? self->ifname : "the interface the kernel picks", src_text,
-                 o->timeout_s, why (err, self->master_addr, reason, sizeof (reason)));
-        return fail_late (start_ms, o);
-    }
-    self->connect_ms = doctor_now_ms () - start_ms;
-    if (getsockname (fd, (struct sockaddr *) &local, &llen) == 0) {
-        doctor_addr_text (&local, self->source, sizeof (self->source));
-        if (self->ifname[0] == '\0')
-            doctor_interface_of (&local, self->ifname, sizeof (self->ifname));
-    }
-    len = doctor_wire_encode (self, msg, sizeof (msg));
-    /* rank 0 answers at most its timeout after it started, which was
-     * before we connected */
-    deadline = doctor_now_ms () + (long) (o->timeout_s * 1000) + 5000;
-    if (len < 0 || doctor_send_all (fd, msg, (size_t) len, deadline) < 0) {
-        fprintf (stderr, P "rank %ld on %s: cannot send to rank 0 at %s:%s\n", self->rank,
-                 self->node, self->master_addr, self->master_port);
+    if (how != SENT) {
         close (fd);
+        if (how == BAD_PROOF || how == NO_PROOF)
+            fprintf (stderr,
+                     P "rank %ld on %s: what answers at %s:%s %s this step's key "
+                       "(" DOCTOR_KEY_VAR "): something else listens on MASTER_PORT, or rank "
+                       "0 has another step's key; nothing was sent to it\n",
+                     self->rank, self->node, self->master_addr, self->master_port,
+                     how == BAD_PROOF ? "did not prove it knows" : "never proved it knows");
+        else
+            fprintf (stderr, P "rank %ld on %s: cannot send to rank 0 at %s:%s\n", self->rank,
+                     self->node, self->master_addr, self->master_port);
         return 1;
     }
-    p.fd = fd;
-    p.events = POLLIN;
-    while (got < sizeof (answer) - 1 && memchr (answer, '\n', got) == NULL) {
-        long left = deadline - doctor_now_ms ();
-        ssize_t n;
-        if (left <= 0 || poll (&p, 1, (int) left) <= 0)
-            break;
-        n = recv (fd, answer + got, sizeof (answer) - 1 - got, 0);
-        if (n <= 0 && !(n < 0 && errno == EINTR))
-            break;
-        if (n > 0)
-            got += (size_t) n;
-    }
+    /* rank 0 answers at most its timeout after it started, which was
+     * before we connected */
+    got =
+        read_line (fd, line, sizeof (line), doctor_now_ms () + (long) (o->timeout_s * 1000) + 5000);
     /* (we hang up first: see answer_all in doctor_serve.c) */
     close (fd);
-    answer[got] = '\0';
-    if (strncmp (answer, "ok\n", 3) == 0)
-        return 0;
-    if (got == 0)
+    if (got > 0 && doctor_verdict_check (key, pn, sn, line, got, &ok) == 0)
+        return ok ? 0 : 1;
+    if (got > 0)
+        fprintf (stderr,
+                 P "rank %ld on %s: the verdict from %s:%s is not signed with this step's key; "
+                   "not running the program\n",
+                 self->rank, self->node, self->master_addr, self->master_port);
+    else
         fprintf (stderr,
                  P "rank %ld on %s: connected to %s:%s but got no verdict from rank 0 "
-                   "(rank 0 failed, or something else listens on MASTER_PORT)\n",
+                   "(rank 0 failed; its report says why)\n",
                  self->rank, self->node, self->master_addr, self->master_port);
     return 1;
 }
 
 /* Rank 0's part: listen where the others will connect, then serve. */
-static int run_rank0 (struct doctor_rank *self, const struct options *o, long start_ms)
+static int run_rank0 (struct doctor_rank *self, const struct doctor_key *key,
+                      const struct options *o, long start_ms)
 {
     struct sockaddr_storage ss;
     struct doctor_layout layout;
@@ -240,16 +322,41 @@ static int run_rank0 (struct doctor_rank *self, const struct options *o, long st
                              &layout)
         < 0)
         memset (&layout, 0, sizeof (layout));
-    rc = doctor_serve (lfd, self, &layout, start_ms + (long) (o->timeout_s * 1000), o->timeout_s,
-                       o->json);
+    rc = doctor_serve (lfd, key, self, &layout, start_ms + (long) (o->timeout_s * 1000),
+                       o->timeout_s, o->json);
     doctor_layout_free (&layout);
     return rc;
+}
+
+/* The step's key, which srun --dist-train hands to every task; taken out
+ * of the environment so that the program --then runs does not inherit it. */
+static int load_key (struct doctor_key *key)
+{
+    const char *hex = getenv (DOCTOR_KEY_VAR);
+
+    if (hex == NULL || hex[0] == '\0') {
+        fprintf (stderr, P DOCTOR_KEY_VAR
+                 " is not set: the ranks prove to each other that they "
+                 "belong to the step with the key srun --dist-train hands to every "
+                 "task, and this srun did not (is the dist-train plugin loaded where "
+                 "srun runs? srun --help | grep dist-train); outside srun, export "
+                 "the same `openssl rand -hex 32` on every rank\n");
+        return -1;
+    }
+    if (doctor_key_parse (hex, key) < 0) {
+        fprintf (stderr, P DOCTOR_KEY_VAR " is not 64 hex digits; unset it, and run under srun "
+                                          "--dist-train, which sets it\n");
+        return -1;
+    }
+    unsetenv (DOCTOR_KEY_VAR);
+    return 0;
 }
 
 int main (int argc, char **argv)
 {
     struct options o;
     struct doctor_rank self;
+    struct doctor_key key;
     long start_ms = doctor_now_ms ();
     int rc;
 
@@ -261,7 +368,10 @@ int main (int argc, char **argv)
                            "srun --dist-train ... " DOCTOR_PROGRAM "\n");
         return EXIT_SETUP;
     }
-    rc = self.rank == 0 ? run_rank0 (&self, &o, start_ms) : run_peer (&self, &o, start_ms);
+    if (load_key (&key) < 0)
+        return EXIT_SETUP;
+    rc = self.rank == 0 ? run_rank0 (&self, &key, &o, start_ms)
+                        : run_peer (&self, &key, &o, start_ms);
     if (rc != 0 || o.then == NULL)
         return rc;
     /* every socket is closed by now: the command gets MASTER_PORT free */

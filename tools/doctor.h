@@ -21,6 +21,9 @@
 #define DOCTOR_RANKS_MAX 1048576 /* WORLD_SIZE the doctor accepts */
 #define DOCTOR_NODES_MAX 65536
 #define DOCTOR_CPUS_MAX 65536 /* CPU numbers in affinity lists */
+#define DOCTOR_NODE_RANKS_MAX 1024 /* ranks of one node checked pairwise, without a layout */
+#define DOCTOR_STR_(x) #x
+#define DOCTOR_STR(x) DOCTOR_STR_ (x)
 #define DOCTOR_PROBLEMS_MAX 64 /* problem lines kept; the rest are counted */
 #define DOCTOR_LINE_MAX 400
 
@@ -65,6 +68,8 @@ struct doctor_result {
     size_t checked_in;
     size_t nnodes;
     struct doctor_node_summary *node;
+    size_t unauthenticated; /* connections closed before a valid record */
+    char unauthenticated_from[DOCTOR_LINE_MAX / 2]; /* their addresses, a few */
     size_t nproblems; /* all of them; only the first DOCTOR_PROBLEMS_MAX kept */
     char problem[DOCTOR_PROBLEMS_MAX][DOCTOR_LINE_MAX];
 };

@@ -79,19 +79,68 @@ static const char *get_port (const struct doctor_rank *r, char *buf)
     return r->master_port;
 }
 
+/* The ranks Slurm's layout puts on each node: node nd's are
+ * rank[first[nd] .. first[nd + 1]), in order; built in one pass, so that
+ * nothing below walks every rank once per node. */
+struct placed {
+    size_t *first;
+    long *rank;
+};
+
+static int placed_build (const struct doctor_layout *layout, struct placed *pl)
+{
+    size_t nd, r, *next;
+
+    pl->first = calloc (layout->nnodes + 1, sizeof (*pl->first));
+    pl->rank = malloc ((layout->nranks + 1) * sizeof (*pl->rank));
+    next = calloc (layout->nnodes + 1, sizeof (*next));
+    if (pl->first == NULL || pl->rank == NULL || next == NULL) {
+        free (next);
+        return -1;
+    }
+    for (r = 0; r < layout->nranks; r++)
+        pl->first[layout->node_of_rank[r] + 1]++;
+    for (nd = 0; nd < layout->nnodes; nd++)
+        next[nd] = pl->first[nd + 1] += pl->first[nd];
+    for (nd = layout->nnodes; nd-- > 0;)
+        next[nd] = pl->first[nd];
+    for (r = 0; r < layout->nranks; r++)
+        pl->rank[next[layout->node_of_rank[r]]++] = (long) r;
+    free (next);
+    return 0;
+}
+
+static void placed_free (struct placed *pl)
+{
+    free (pl->first);
+    free (pl->rank);
+}
+
+/* Node nd's ranks in the layout that never checked in, as ranges into
+ * out; how many. */
+static size_t missing_on (const struct placed *pl, size_t nd, const size_t *count, long *scratch,
+                          char *out, size_t size)
+{
+    size_t nv = 0;
+
+    for (size_t i = pl->first[nd]; i < pl->first[nd + 1]; i++)
+        if (count[pl->rank[i]] == 0)
+            scratch[nv++] = pl->rank[i];
+    doctor_ranges_text (scratch, nv, out, size);
+    return nv;
+}
+
 /* Ranks 0..N-1 exactly once; a rank that never came is named with the node
  * the layout puts it on. */
 static void check_ranks (struct doctor_result *res, const struct doctor_rank *recs, size_t n,
-                         const struct doctor_layout *layout, size_t world)
+                         const struct doctor_layout *layout, const struct placed *pl, size_t world,
+                         size_t *count)
 {
-    size_t *count = calloc (world + 1, sizeof (*count)), i, j, node;
+    size_t i, j, node, nv;
     const char *hint;
     char where[DOCTOR_LINE_MAX], one[DOCTOR_NAME_MAX * 2];
+    long *v;
 
-    if (count == NULL) {
-        doctor_problem (res, "out of memory checking %zu ranks", world);
-        return;
-    }
     for (i = 0; i < n; i++) {
         if (recs[i].rank >= 0 && (size_t) recs[i].rank < world)
             count[recs[i].rank]++;
@@ -105,6 +154,12 @@ static void check_ranks (struct doctor_result *res, const struct doctor_rank *re
     for (i = 0; i < world; i++) {
         if (count[i] <= 1)
             continue;
+        /* (past the lines the report keeps, only counted: naming the
+         * tasks walks every record) */
+        if (res->nproblems >= DOCTOR_PROBLEMS_MAX) {
+            doctor_problem (res, "rank %zu checked in %zu times", i, count[i]);
+            continue;
+        }
         where[0] = '\0';
         for (j = 0; j < n; j++)
             if (recs[j].rank == (long) i) {
@@ -126,24 +181,15 @@ static void check_ranks (struct doctor_result *res, const struct doctor_rank *re
      * tasks came as there are ranks, one of them claims another's rank */
     hint = n >= world ? "every task checked in: one claims another's RANK"
                       : "a rank that cannot reach rank 0 says why on its stderr";
+    if ((v = malloc ((world + 1) * sizeof (*v))) == NULL)
+        return;
     if (layout->nranks == world) {
-        long *v = malloc (world * sizeof (*v));
-        for (node = 0; v != NULL && node < layout->nnodes; node++) {
-            size_t nv = 0;
-            for (i = 0; i < world; i++)
-                if (count[i] == 0 && layout->node_of_rank[i] == node)
-                    v[nv++] = (long) i;
-            if (nv == 0)
-                continue;
-            doctor_ranges_text (v, nv, where, sizeof (where));
-            doctor_problem (res, "%s: rank%s %s never checked in (%s)", layout->node[node],
-                            nv > 1 ? "s" : "", where, hint);
-        }
-        free (v);
+        for (node = 0; node < layout->nnodes; node++)
+            if ((nv = missing_on (pl, node, count, v, where, sizeof (where))) > 0)
+                doctor_problem (res, "%s: rank%s %s never checked in (%s)", layout->node[node],
+                                nv > 1 ? "s" : "", where, hint);
     } else {
-        long *v = malloc (world * sizeof (*v));
-        size_t nv = 0;
-        for (i = 0; v != NULL && i < world; i++)
+        for (nv = 0, i = 0; i < world; i++)
             if (count[i] == 0)
                 v[nv++] = (long) i;
         if (nv > 0) {
@@ -153,24 +199,165 @@ static void check_ranks (struct doctor_result *res, const struct doctor_rank *re
                             "SLURM_STEP_NODELIST/SLURM_STEP_TASKS_PER_NODE do not give the layout)",
                             nv > 1 ? "s" : "", where);
         }
-        free (v);
     }
-    free (count);
+    free (v);
 }
 
-static long node_index (const struct doctor_result *res, const char *name)
+/* A record's node, for sorting the records into one group per node. */
+struct by_node {
+    const char *node;
+    size_t i;
+};
+
+static int by_node_cmp (const void *a, const void *b)
 {
-    for (size_t i = 0; i < res->nnodes; i++)
-        if (strcmp (res->node[i].name, name) == 0)
-            return (long) i;
-    return -1;
+    const struct by_node *x = a, *y = b;
+    int c = strcmp (x->node, y->node);
+
+    return c != 0 ? c : x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* The first of sorted[0..n) on node name, or n. */
+static size_t group_of (const struct by_node *sorted, size_t n, const char *name)
+{
+    size_t lo = 0, hi = n;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (strcmp (sorted[mid].node, name) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && strcmp (sorted[lo].node, name) == 0 ? lo : n;
+}
+
+/* The records grouped by node: out->node[nd]'s are sorted[group[nd]]
+ * onwards, as long as the name is the same. */
+struct groups {
+    struct by_node *sorted;
+    size_t *group;
+};
+
+/* One summary per node, its name only: the layout's, in order, then any
+ * other a rank named. */
+static int groups_build (struct doctor_result *out, const struct doctor_rank *recs, size_t n,
+                         const struct doctor_layout *layout, struct groups *gr)
+{
+    bool *taken = calloc (n + 1, sizeof (*taken));
+    size_t i, g, k;
+
+    gr->sorted = malloc ((n + 1) * sizeof (*gr->sorted));
+    gr->group = malloc ((layout->nnodes + n + 1) * sizeof (*gr->group));
+    out->node = calloc (layout->nnodes + n + 1, sizeof (*out->node));
+    if (taken == NULL || gr->sorted == NULL || gr->group == NULL || out->node == NULL) {
+        free (taken);
+        return -1;
+    }
+    for (i = 0; i < n; i++)
+        gr->sorted[i] = (struct by_node){recs[i].node, i};
+    qsort (gr->sorted, n, sizeof (*gr->sorted), by_node_cmp);
+    for (i = 0; i < layout->nnodes; i++) {
+        snprintf (out->node[out->nnodes].name, DOCTOR_NAME_MAX, "%s", layout->node[i]);
+        g = group_of (gr->sorted, n, layout->node[i]);
+        if (g < n)
+            taken[g] = true;
+        gr->group[out->nnodes++] = g;
+    }
+    for (g = 0; g < n; g = k) {
+        for (k = g + 1; k < n && strcmp (gr->sorted[k].node, gr->sorted[g].node) == 0; k++)
+            ;
+        if (!taken[g]) {
+            snprintf (out->node[out->nnodes].name, DOCTOR_NAME_MAX, "%s", gr->sorted[g].node);
+            gr->group[out->nnodes++] = g;
+        }
+    }
+    free (taken);
+    return 0;
+}
+
+/* Node nd's records into idx; how many. */
+static size_t group_members (const struct groups *gr, size_t n, const char *name, size_t nd,
+                             size_t *idx)
+{
+    size_t k = 0;
+
+    for (size_t g = gr->group[nd]; g < n && strcmp (gr->sorted[g].node, name) == 0; g++)
+        idx[k++] = gr->sorted[g].i;
+    return k;
+}
+
+/* How many of a node's ranks are checked against each other: as many as
+ * Slurm placed there, so that tasks that all claim one node cost no more
+ * than the node's real ranks (without a layout, DOCTOR_NODE_RANKS_MAX). */
+static size_t pairs_bound (struct doctor_node_summary *sum, const struct doctor_layout *layout,
+                           const struct placed *pl, size_t world, size_t nd, size_t k)
+{
+    if (layout->nranks != world || layout->nranks == 0) {
+        if (k > DOCTOR_NODE_RANKS_MAX)
+            doctor_list_add (
+                sum->note, sizeof (sum->note),
+                "only the first " DOCTOR_STR (DOCTOR_NODE_RANKS_MAX) " ranks checked "
+                                                                     "against each other");
+        return k < DOCTOR_NODE_RANKS_MAX ? k : DOCTOR_NODE_RANKS_MAX;
+    }
+    /* (a node outside the layout: each of its ranks is named already) */
+    size_t placed = nd < layout->nnodes ? pl->first[nd + 1] - pl->first[nd] : 0;
+    return k < placed ? k : placed;
+}
+
+/* More tasks on a node than Slurm placed there: said first, since it
+ * explains the lines about each of their ranks that follow. */
+static void check_crowded (struct doctor_result *out, const struct groups *gr, size_t n,
+                           const struct doctor_layout *layout, const struct placed *pl,
+                           size_t world)
+{
+    for (size_t nd = 0; layout->nranks == world && nd < layout->nnodes; nd++) {
+        size_t placed = pl->first[nd + 1] - pl->first[nd], k = 0;
+        for (size_t g = gr->group[nd]; g < n && strcmp (gr->sorted[g].node, layout->node[nd]) == 0;
+             g++)
+            k++;
+        if (k > placed && placed > 0)
+            doctor_problem (out,
+                            "%s: %zu tasks say they run here, but Slurm placed %zu there; only "
+                            "the first %zu are checked against each other",
+                            layout->node[nd], k, placed, placed);
+    }
+}
+
+/* Each node's ranks checked against each other, and the ranks it misses. */
+static int check_nodes (struct doctor_result *out, const struct doctor_rank *recs, size_t n,
+                        const struct doctor_layout *layout, const struct placed *pl,
+                        const struct groups *gr, size_t world, const size_t *count)
+{
+    size_t *idx = malloc ((n + 1) * sizeof (*idx)), k;
+    long *scratch = malloc ((world + 1) * sizeof (*scratch));
+
+    if (idx == NULL || scratch == NULL) {
+        free (idx);
+        free (scratch);
+        return -1;
+    }
+    for (size_t nd = 0; nd < out->nnodes; nd++) {
+        struct doctor_node_summary *sum = &out->node[nd];
+        k = group_members (gr, n, sum->name, nd, idx);
+        doctor_check_node (out, sum, recs, idx, k, pairs_bound (sum, layout, pl, world, nd, k));
+        /* expected here and absent: for the node's line */
+        if (nd < layout->nnodes && layout->nranks == world)
+            missing_on (pl, nd, count, scratch, sum->missing, sizeof (sum->missing));
+    }
+    free (idx);
+    free (scratch);
+    return 0;
 }
 
 int doctor_check (const struct doctor_rank *recs, size_t n, const struct doctor_layout *layout,
                   struct doctor_result *out)
 {
-    size_t world, i, *idx = NULL;
-    bool *present;
+    struct placed pl = {NULL, NULL};
+    struct groups gr = {NULL, NULL};
+    size_t world, *count;
+    int rc = -1;
 
     memset (out, 0, sizeof (*out));
     out->world_size = recs[0].world_size;
@@ -179,53 +366,22 @@ int doctor_check (const struct doctor_rank *recs, size_t n, const struct doctor_
     if (layout->nranks != 0 && layout->nranks != world)
         doctor_problem (out, "WORLD_SIZE=%zu, but Slurm's step has %zu tasks", world,
                         layout->nranks);
-    check_ranks (out, recs, n, layout, world);
+    count = calloc (world + 1, sizeof (*count));
+    if (count == NULL || placed_build (layout, &pl) < 0
+        || groups_build (out, recs, n, layout, &gr) < 0)
+        goto done;
+    check_crowded (out, &gr, n, layout, &pl, world);
+    check_ranks (out, recs, n, layout, &pl, world, count);
     check_same (out, recs, n, "WORLD_SIZE", get_world);
     check_same (out, recs, n, "MASTER_ADDR", get_addr);
     check_same (out, recs, n, "MASTER_PORT", get_port);
-
-    /* which ranks came, for the nodes' lines */
-    present = calloc (world, sizeof (*present));
-    if (present == NULL)
-        return -1;
-    for (i = 0; i < n; i++)
-        if (recs[i].rank >= 0 && (size_t) recs[i].rank < world)
-            present[recs[i].rank] = true;
-    /* nodes: the layout's, in order, then any other a rank named */
-    out->node = calloc (layout->nnodes + n, sizeof (*out->node));
-    idx = calloc (n, sizeof (*idx));
-    if (out->node == NULL || idx == NULL) {
-        free (idx);
-        free (present);
-        return -1;
-    }
-    for (i = 0; i < layout->nnodes; i++)
-        snprintf (out->node[out->nnodes++].name, DOCTOR_NAME_MAX, "%s", layout->node[i]);
-    for (i = 0; i < n; i++)
-        if (node_index (out, recs[i].node) < 0)
-            snprintf (out->node[out->nnodes++].name, DOCTOR_NAME_MAX, "%s", recs[i].node);
-    for (size_t nd = 0; nd < out->nnodes; nd++) {
-        struct doctor_node_summary *sum = &out->node[nd];
-        size_t k = 0;
-        for (i = 0; i < n; i++)
-            if (strcmp (recs[i].node, sum->name) == 0)
-                idx[k++] = i;
-        doctor_check_node (out, sum, recs, idx, k);
-        /* expected here and absent: for the node's line */
-        if (nd < layout->nnodes && layout->nranks == world) {
-            long *v = malloc (world * sizeof (*v));
-            size_t nv = 0;
-            for (size_t r = 0; v != NULL && r < world; r++)
-                if (layout->node_of_rank[r] == nd && !present[r])
-                    v[nv++] = (long) r;
-            if (v != NULL)
-                doctor_ranges_text (v, nv, sum->missing, sizeof (sum->missing));
-            free (v);
-        }
-    }
-    free (idx);
-    free (present);
-    return 0;
+    rc = check_nodes (out, recs, n, layout, &pl, &gr, world, count);
+done:
+    free (count);
+    free (gr.sorted);
+    free (gr.group);
+    placed_free (&pl);
+    return rc;
 }
 
 void doctor_result_free (struct doctor_result *res)

@@ -1,34 +1,70 @@
 /* doctor_node.c - the checks among the ranks of one node (local ranks,
  * GPUs, CPU sets) and the node's line in the report. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "doctor_text.h"
 #include "libdist/ranges.h"
 
-/* A CPU list as a bitmap of DOCTOR_CPUS_MAX bits. */
-static int set_bit (long lo, long hi, void *arg)
+/* A CPU list as a bitmap of 64-bit words, sized by the node's highest CPU
+ * and parsed once per rank, so that each pair costs a few words. */
+static int highest_cpu (long lo, long hi, void *arg)
 {
-    unsigned char *bits = arg;
+    (void) lo;
+    if (hi > *(long *) arg)
+        *(long *) arg = hi;
+    return 0;
+}
+
+static int set_bits (long lo, long hi, void *arg)
+{
+    uint64_t *words = arg;
     for (long c = lo; c <= hi; c++)
-        bits[c / 8] |= (unsigned char) (1u << (c % 8));
+        words[c / 64] |= (uint64_t) 1 << (c % 64);
     return 0;
 }
 
 enum overlap { CPUS_APART, CPUS_SAME, CPUS_OVERLAP, CPUS_UNKNOWN };
 
-static enum overlap cpus_compare (const char *a, const char *b)
+/* NULL where a rank's list does not parse. */
+struct cpu_sets {
+    size_t nwords;
+    uint64_t *words; /* rank i's at words + i * nwords */
+    bool *known;
+};
+
+static int cpu_sets_parse (struct cpu_sets *cs, const struct doctor_rank *recs, const size_t *idx,
+                           size_t k)
 {
-    static unsigned char x[DOCTOR_CPUS_MAX / 8], y[DOCTOR_CPUS_MAX / 8];
-    bool any = false, same = true;
+    long top = 0;
     size_t i;
 
-    memset (x, 0, sizeof (x));
-    memset (y, 0, sizeof (y));
-    if (dist_ranges_parse (a, DOCTOR_CPUS_MAX - 1, set_bit, x) < 0
-        || dist_ranges_parse (b, DOCTOR_CPUS_MAX - 1, set_bit, y) < 0)
+    cs->known = calloc (k + 1, sizeof (*cs->known));
+    if (cs->known == NULL)
+        return -1;
+    for (i = 0; i < k; i++)
+        cs->known[i] =
+            dist_ranges_parse (recs[idx[i]].cpus, DOCTOR_CPUS_MAX - 1, highest_cpu, &top) == 0;
+    cs->nwords = (size_t) top / 64 + 1;
+    cs->words = calloc (k * cs->nwords + 1, sizeof (*cs->words));
+    if (cs->words == NULL)
+        return -1;
+    for (i = 0; i < k; i++)
+        if (cs->known[i])
+            dist_ranges_parse (recs[idx[i]].cpus, DOCTOR_CPUS_MAX - 1, set_bits,
+                               cs->words + i * cs->nwords);
+    return 0;
+}
+
+static enum overlap cpus_compare (const struct cpu_sets *cs, size_t a, size_t b)
+{
+    const uint64_t *x = cs->words + a * cs->nwords, *y = cs->words + b * cs->nwords;
+    bool any = false, same = true;
+
+    if (!cs->known[a] || !cs->known[b])
         return CPUS_UNKNOWN;
-    for (i = 0; i < sizeof (x); i++) {
+    for (size_t i = 0; i < cs->nwords; i++) {
         any |= (x[i] & y[i]) != 0;
         same &= x[i] == y[i];
     }
@@ -68,34 +104,42 @@ static void gpu_of (const struct doctor_rank *r, char *out, size_t size)
 static void check_pairs (struct doctor_result *res, struct doctor_node_summary *sum,
                          const struct doctor_rank *recs, const size_t *idx, size_t k)
 {
-    char gi[DOCTOR_LIST_MAX], gj[DOCTOR_LIST_MAX];
+    struct cpu_sets cs = {0, NULL, NULL};
+    char (*gpu)[DOCTOR_NAME_MAX] = calloc (k + 1, sizeof (*gpu));
     bool gpu_planned_share = false, cpu_share = false;
     size_t i, j;
 
+    if (gpu == NULL || cpu_sets_parse (&cs, recs, idx, k) < 0) {
+        doctor_problem (res, "%s: out of memory checking %zu ranks", sum->name, k);
+        goto out;
+    }
+    for (i = 0; i < k; i++)
+        gpu_of (&recs[idx[i]], gpu[i], sizeof (gpu[i]));
     for (i = 0; i < k; i++)
         for (j = i + 1; j < k; j++) {
             const struct doctor_rank *a = &recs[idx[i]], *b = &recs[idx[j]], *t;
+            size_t ga = i, gb = j;
             /* the lower rank first, whatever order they came in */
             if (a->rank > b->rank) {
                 t = a;
                 a = b;
                 b = t;
+                ga = j;
+                gb = i;
             }
             if (a->local_rank >= 0 && a->local_rank == b->local_rank)
                 doctor_problem (res, "%s: ranks %ld and %ld both have LOCAL_RANK=%ld", sum->name,
                                 a->rank, b->rank, a->local_rank);
-            gpu_of (a, gi, sizeof (gi));
-            gpu_of (b, gj, sizeof (gj));
-            if (gi[0] != '\0' && strcmp (gi, gj) == 0) {
+            if (gpu[ga][0] != '\0' && strcmp (gpu[ga], gpu[gb]) == 0) {
                 if (a->gpus[0] != '\0' && b->gpus[0] != '\0')
                     gpu_planned_share = true; /* more ranks than GPUs: the plan's choice */
                 else
                     doctor_problem (res,
                                     "%s: ranks %ld and %ld both use GPU %.64s "
                                     "(CUDA_VISIBLE_DEVICES %.64s and %.64s)",
-                                    sum->name, a->rank, b->rank, gi, a->visible, b->visible);
+                                    sum->name, a->rank, b->rank, gpu[ga], a->visible, b->visible);
             }
-            switch (cpus_compare (a->cpus, b->cpus)) {
+            switch (cpus_compare (&cs, i, j)) {
             case CPUS_SAME:
                 cpu_share = true;
                 break;
@@ -112,6 +156,10 @@ static void check_pairs (struct doctor_result *res, struct doctor_node_summary *
         doctor_list_add (sum->note, sizeof (sum->note), "GPUs shared as planned");
     if (cpu_share)
         doctor_list_add (sum->note, sizeof (sum->note), "ranks share CPUs");
+out:
+    free (gpu);
+    free (cs.words);
+    free (cs.known);
 }
 
 /* The summary of one node: its ranks (indices idx[0..k) of recs). */
@@ -132,8 +180,8 @@ static void summarize (struct doctor_node_summary *sum, const struct doctor_rank
 }
 
 void doctor_check_node (struct doctor_result *res, struct doctor_node_summary *sum,
-                        const struct doctor_rank *recs, const size_t *idx, size_t k)
+                        const struct doctor_rank *recs, const size_t *idx, size_t k, size_t bound)
 {
     summarize (sum, recs, idx, k);
-    check_pairs (res, sum, recs, idx, k);
+    check_pairs (res, sum, recs, idx, bound < k ? bound : k);
 }

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "doctor.h"
+#include "doctor_auth.h"
 
 #define P DOCTOR_PROGRAM ": "
 
@@ -47,6 +48,15 @@ void doctor_report_text (FILE *f, const struct doctor_result *res, double timeou
                  s->max_connect_ms, s->missing[0] ? ", missing " : "", s->missing,
                  s->note[0] ? "; " : "", s->note);
     }
+    /* (a note, not a problem: anyone can connect to a port, and that must
+     * not fail the step) */
+    if (res->unauthenticated > 0)
+        fprintf (f,
+                 P "note: %zu connection%s to MASTER_PORT closed without a record signed with "
+                   "this step's key (from %s): not ranks of this step, or ranks with another "
+                   "step's " DOCTOR_KEY_VAR "\n",
+                 res->unauthenticated, res->unauthenticated == 1 ? "" : "s",
+                 res->unauthenticated_from);
     for (i = 0; i < res->nproblems && i < DOCTOR_PROBLEMS_MAX; i++)
         fprintf (f, P "problem: %s\n", res->problem[i]);
     if (res->nproblems > DOCTOR_PROBLEMS_MAX)
@@ -101,7 +111,10 @@ void doctor_report_json (FILE *f, const struct doctor_result *res, double timeou
         fputs (i ? "," : "", f);
         json_string (f, res->problem[i]);
     }
-    fprintf (f, "],\"problems_total\":%zu,\"verdict\":", res->nproblems);
+    fprintf (f, "],\"problems_total\":%zu,\"unauthenticated\":%zu,\"unauthenticated_from\":",
+             res->nproblems, res->unauthenticated);
+    json_string (f, res->unauthenticated_from);
+    fputs (",\"verdict\":", f);
     json_string (f, verdict);
     fputs ("}\n", f);
 }

@@ -1,5 +1,12 @@
-/* doctor_serve.c - rank 0: gather every other rank's message until all came
- * or the deadline passed, check them, report, and answer each rank. */
+/* doctor_serve.c - rank 0: take each rank's signed record until every task
+ * checked in or the deadline passed, check them, report, and answer each
+ * rank with a signed verdict.
+ *
+ * Anyone can connect to MASTER_PORT, so what a connection costs before it
+ * proves it knows the step's key is bounded: a few hundred bytes of state,
+ * DOCTOR_HANDSHAKE_MS of time, a place among at most as many pending
+ * connections as the step has ranks (the oldest makes room for a new one),
+ * and one HMAC per line.  Only signed records count as ranks. */
 #define _GNU_SOURCE /* accept4 */
 #include <errno.h>
 #include <poll.h>
@@ -9,16 +16,52 @@
 #include <unistd.h>
 
 #include "doctor.h"
+#include "doctor_auth.h"
 #include "doctor_net.h"
 #include "doctor_serve.h"
+#include "doctor_text.h"
 
-struct peer {
+#define PENDING_MAX 4096 /* connections in their handshake at once */
+#define EXTRA_RECORDS 64 /* signed records beyond WORLD_SIZE - 1 kept for the report */
+#define ACCEPT_BACKOFF_MS 100 /* out of file descriptors: wait before accepting again */
+#define ACCEPT_BATCH 64 /* connections taken per wake, so that a flood of them
+                           cannot keep the ones already in from being read */
+
+enum stage { HELLO, HEADER, RECORD };
+
+/* A connection that has not shown a valid record yet. */
+struct pending {
     int fd;
-    size_t len;
-    bool done, valid;
+    enum stage stage;
+    long since_ms;
     char addr[DOCTOR_NAME_MAX];
-    char *buf; /* DOCTOR_MSG_MAX bytes until the message is read */
-    struct doctor_rank *rec; /* then what it said (a few KiB: only for real ranks) */
+    char pn[DOCTOR_NONCE_HEX + 1], sn[DOCTOR_NONCE_HEX + 1];
+    char line[DOCTOR_AUTH_LINE_MAX];
+    size_t llen;
+    char mac[DOCTOR_MAC_HEX + 1];
+    char *rec; /* DOCTOR_MSG_MAX bytes, only once a header came */
+    size_t reclen, recgot;
+};
+
+/* A rank that signed its record: it waits for the verdict. */
+struct signed_rank {
+    int fd;
+    char pn[DOCTOR_NONCE_HEX + 1], sn[DOCTOR_NONCE_HEX + 1];
+    struct doctor_rank rec;
+};
+
+struct server {
+    const struct doctor_key *key;
+    int lfd;
+    long backoff_until;
+    size_t world;
+    struct pending *pending;
+    size_t npending, pending_max;
+    struct signed_rank *ranks;
+    size_t nranks, ranks_max;
+    long *procid_of_rank; /* the task whose record holds each rank, -2: none */
+    size_t unauthenticated;
+    char unauthenticated_from[DOCTOR_LINE_MAX / 2];
 };
 
 /* One fd per rank: raise the soft limit to the hard one for big steps. */
@@ -32,165 +75,315 @@ static void raise_fd_limit (void)
     }
 }
 
-static void accept_all (int lfd, struct peer *peers, size_t *npeers, size_t max)
+/* Close pending connection i, counted as one that never authenticated. */
+static void drop (struct server *s, size_t i)
+{
+    struct pending *p = &s->pending[i];
+
+    close (p->fd);
+    free (p->rec);
+    s->unauthenticated++;
+    doctor_set_add (s->unauthenticated_from, sizeof (s->unauthenticated_from), p->addr);
+    s->pending[i] = s->pending[--s->npending];
+}
+
+static void drop_oldest (struct server *s)
+{
+    size_t i, oldest = 0;
+
+    for (i = 1; i < s->npending; i++)
+        if (s->pending[i].since_ms < s->pending[oldest].since_ms)
+            oldest = i;
+    if (s->npending > 0)
+        drop (s, oldest);
+}
+
+static void accept_all (struct server *s)
 {
     struct sockaddr_storage ss;
-    socklen_t len = sizeof (ss);
-    int fd;
+    socklen_t len;
+    int fd, batch;
 
-    while ((fd = accept4 (lfd, (struct sockaddr *) &ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
-        struct peer *p = &peers[*npeers];
-        /* more connections than ranks: not ours, and not worth the memory */
-        if (*npeers >= max || (p->buf = malloc (DOCTOR_MSG_MAX)) == NULL) {
-            close (fd);
-            len = sizeof (ss);
-            continue;
-        }
-        p->fd = fd;
-        doctor_addr_text (&ss, p->addr, sizeof (p->addr));
-        (*npeers)++;
+    for (batch = 0; batch < ACCEPT_BATCH; batch++) {
         len = sizeof (ss);
+        fd = accept4 (s->lfd, (struct sockaddr *) &ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO)
+                continue;
+            /* the waiting connection stays in the backlog and poll says so
+             * at once: without a pause this loop would spin */
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                if (s->npending > 0) {
+                    drop_oldest (s);
+                    continue;
+                }
+                s->backoff_until = doctor_now_ms () + ACCEPT_BACKOFF_MS;
+            }
+            return;
+        }
+        if (s->npending == s->pending_max)
+            drop_oldest (s);
+        struct pending *p = &s->pending[s->npending++];
+        memset (p, 0, sizeof (*p));
+        p->fd = fd;
+        p->stage = HELLO;
+        p->since_ms = doctor_now_ms ();
+        doctor_addr_text (&ss, p->addr, sizeof (p->addr));
     }
 }
 
-/* Read what a peer sent; done once its message ended, was too long, or it
- * hung up. */
-static void read_peer (struct peer *p)
+/* A signed record: it counts once per task, and the rank waits for the
+ * verdict on its connection. */
+static void admit (struct server *s, size_t i, const struct doctor_rank *rec)
 {
+    struct pending *p = &s->pending[i];
+    struct signed_rank *r;
+    bool in_range = rec->rank >= 0 && (size_t) rec->rank < s->world;
+
+    /* the same task twice (one record per rank and task), or more records
+     * than the report has room for: closed, not counted */
+    if ((in_range && s->procid_of_rank[rec->rank] == rec->procid) || s->nranks == s->ranks_max) {
+        drop (s, i);
+        return;
+    }
+    if (in_range && s->procid_of_rank[rec->rank] == -2)
+        s->procid_of_rank[rec->rank] = rec->procid;
+    r = &s->ranks[s->nranks++];
+    r->fd = p->fd;
+    memcpy (r->pn, p->pn, sizeof (r->pn));
+    memcpy (r->sn, p->sn, sizeof (r->sn));
+    r->rec = *rec;
+    free (p->rec);
+    s->pending[i] = s->pending[--s->npending];
+}
+
+/* One complete handshake line of pending connection i; -1 when it is not
+ * the line its stage expects (the connection is dropped). */
+static int on_line (struct server *s, struct pending *p)
+{
+    char out[DOCTOR_AUTH_LINE_MAX];
+    int n;
+
+    if (p->stage == HELLO) {
+        if (doctor_hello_parse (p->line, p->llen, p->pn) < 0 || doctor_nonce (p->sn) < 0
+            || (n = doctor_proof_format (s->key, p->pn, p->sn, out, sizeof (out))) < 0)
+            return -1;
+        /* (a fresh socket's buffer holds a line: a short send is a peer
+         * that is not reading) */
+        if (send (p->fd, out, (size_t) n, MSG_NOSIGNAL | MSG_DONTWAIT) != n)
+            return -1;
+        p->stage = HEADER;
+        return 0;
+    }
+    if (doctor_record_header_parse (p->line, p->llen, &p->reclen, p->mac) < 0
+        || (p->rec = malloc (p->reclen)) == NULL)
+        return -1;
+    p->stage = RECORD;
+    return 0;
+}
+
+/* Read into p's line up to its '\n', no further: what follows it is the
+ * record, read whole into its own buffer. */
+static ssize_t recv_line (struct pending *p)
+{
+    size_t room = sizeof (p->line) - p->llen;
+    char *nl;
+    ssize_t n = recv (p->fd, p->line + p->llen, room, MSG_PEEK);
+
+    if (n <= 0)
+        return n;
+    if ((nl = memchr (p->line + p->llen, '\n', (size_t) n)) != NULL)
+        n = nl - (p->line + p->llen) + 1;
+    n = recv (p->fd, p->line + p->llen, (size_t) n, 0);
+    if (n > 0)
+        p->llen += (size_t) n;
+    return n;
+}
+
+/* Read what pending connection i sent.  Returns 1 when it was admitted or
+ * dropped (slot i now holds another connection), else 0. */
+static int read_pending (struct server *s, size_t i)
+{
+    struct pending *p = &s->pending[i];
+    struct doctor_rank rec;
     ssize_t n;
 
-    while (!p->done) {
-        n = recv (p->fd, p->buf + p->len, DOCTOR_MSG_MAX - p->len, 0);
-        if (n < 0 && (errno == EAGAIN || errno == EINTR))
-            return;
-        if (n <= 0) {
-            p->done = true;
-            break;
-        }
-        p->len += (size_t) n;
-        if (p->len >= 4 && memcmp (p->buf + p->len - 4, "end\n", 4) == 0
-            && (p->rec = malloc (sizeof (*p->rec))) != NULL) {
-            if (doctor_wire_decode (p->buf, p->len, p->rec) == 0) {
-                p->done = p->valid = true;
-                free (p->buf);
-                p->buf = NULL;
-                return;
+    for (;;) {
+        if (p->stage == RECORD) {
+            n = recv (p->fd, p->rec + p->recgot, p->reclen - p->recgot, 0);
+            if (n > 0 && (p->recgot += (size_t) n) == p->reclen) {
+                if (doctor_record_check (s->key, p->sn, p->pn, p->rec, p->reclen, p->mac) < 0
+                    || doctor_wire_decode (p->rec, p->reclen, &rec) < 0)
+                    break;
+                admit (s, i, &rec);
+                return 1;
             }
-            free (p->rec);
-            p->rec = NULL;
-        }
-        if (p->len == DOCTOR_MSG_MAX)
-            p->done = true;
+        } else if ((n = recv_line (p)) > 0 && p->line[p->llen - 1] == '\n') {
+            if (on_line (s, p) < 0)
+                break;
+            p->llen = 0;
+        } else if (n > 0 && p->llen == sizeof (p->line))
+            break;
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            return 0;
+        if (n <= 0)
+            break;
     }
+    drop (s, i);
+    return 1;
 }
 
-static void gather (int lfd, struct peer *peers, size_t *npeers, size_t max, size_t want,
-                    long deadline_ms)
+/* Close the connections that took too long to prove themselves. */
+static void expire (struct server *s, long now)
 {
-    struct pollfd *pfd = calloc (max + 1, sizeof (*pfd));
-    size_t valid = 0, i, n;
+    size_t i = 0;
 
-    if (pfd == NULL)
-        return;
-    while (valid < want) {
-        long left = deadline_ms - doctor_now_ms ();
-        if (left <= 0)
-            break;
-        pfd[0].fd = lfd;
-        pfd[0].events = POLLIN;
-        for (n = 1, i = 0; i < *npeers; i++)
-            if (!peers[i].done) {
-                pfd[n].fd = peers[i].fd;
-                pfd[n++].events = POLLIN;
-            }
-        if (poll (pfd, n, (int) left) < 0 && errno != EINTR)
-            break;
-        accept_all (lfd, peers, npeers, max);
-        for (valid = 0, i = 0; i < *npeers; i++) {
-            read_peer (&peers[i]);
-            valid += peers[i].valid;
+    while (i < s->npending)
+        if (now - s->pending[i].since_ms >= DOCTOR_HANDSHAKE_MS)
+            drop (s, i);
+        else
+            i++;
+}
+
+/* How long poll may sleep: until the deadline, the next handshake to
+ * expire, or the end of an accept pause. */
+static int poll_wait (const struct server *s, long now, long deadline_ms)
+{
+    long until = deadline_ms;
+
+    for (size_t i = 0; i < s->npending; i++)
+        if (s->pending[i].since_ms + DOCTOR_HANDSHAKE_MS < until)
+            until = s->pending[i].since_ms + DOCTOR_HANDSHAKE_MS;
+    if (s->backoff_until > now && s->backoff_until < until)
+        until = s->backoff_until;
+    return until > now ? (int) (until - now) : 0;
+}
+
+static void gather (struct server *s, size_t want, long deadline_ms)
+{
+    struct pollfd *pfd = calloc (s->pending_max + 1, sizeof (*pfd));
+    size_t *slot = calloc (s->pending_max + 1, sizeof (*slot));
+    size_t i, n;
+    long now;
+
+    while (pfd != NULL && slot != NULL && s->nranks < want
+           && (now = doctor_now_ms ()) < deadline_ms) {
+        n = 0;
+        if (s->backoff_until <= now) {
+            pfd[n].fd = s->lfd;
+            pfd[n++].events = POLLIN;
         }
+        for (i = 0; i < s->npending; i++) {
+            pfd[n].fd = s->pending[i].fd;
+            pfd[n].events = POLLIN;
+            slot[n++] = i;
+        }
+        if (poll (pfd, n, poll_wait (s, now, deadline_ms)) < 0 && errno != EINTR)
+            break;
+        /* from the last: a finished connection's slot takes the last one's */
+        for (i = n; i-- > 0;)
+            if (pfd[i].fd != s->lfd && pfd[i].revents != 0)
+                read_pending (s, slot[i]);
+        if (s->backoff_until <= now && pfd[0].revents != 0)
+            accept_all (s);
+        expire (s, doctor_now_ms ());
     }
     free (pfd);
+    free (slot);
 }
 
-/* Answer every peer, then let them hang up first: the TIME_WAIT state stays
- * on their side, and MASTER_PORT is free again at once for the training
- * program (which may not set SO_REUSEADDR). */
-static void answer_all (struct peer *peers, size_t npeers, bool ok)
+/* Answer every signed rank, then let them hang up first: the TIME_WAIT
+ * state stays on their side, and MASTER_PORT is free again at once for the
+ * training program (which may not set SO_REUSEADDR). */
+static void answer_all (struct server *s, bool ok)
 {
-    const char *line = ok ? "ok\n" : "problem: see rank 0's report\n";
     long until = doctor_now_ms () + 3000;
-    struct pollfd *pfd = calloc (npeers + 1, sizeof (*pfd));
-    char sink[256];
+    struct pollfd *pfd = calloc (s->nranks + 1, sizeof (*pfd));
+    char line[DOCTOR_AUTH_LINE_MAX], sink[256];
     size_t i, open;
+    int n;
 
-    for (i = 0; i < npeers; i++)
-        if (doctor_send_all (peers[i].fd, line, strlen (line), doctor_now_ms () + 1000) < 0) {
-            close (peers[i].fd);
-            peers[i].fd = -1;
+    for (i = 0; i < s->nranks; i++) {
+        struct signed_rank *r = &s->ranks[i];
+        n = doctor_verdict_format (s->key, r->pn, r->sn, ok, line, sizeof (line));
+        if (n < 0 || doctor_send_all (r->fd, line, (size_t) n, doctor_now_ms () + 1000) < 0) {
+            close (r->fd);
+            r->fd = -1;
         }
+    }
     while (pfd != NULL && doctor_now_ms () < until) {
-        for (open = 0, i = 0; i < npeers; i++)
-            if (peers[i].fd >= 0) {
-                pfd[open].fd = peers[i].fd;
+        for (open = 0, i = 0; i < s->nranks; i++)
+            if (s->ranks[i].fd >= 0) {
+                pfd[open].fd = s->ranks[i].fd;
                 pfd[open++].events = POLLIN;
             }
         if (open == 0 || poll (pfd, open, (int) (until - doctor_now_ms ())) <= 0)
             break;
-        for (i = 0; i < npeers; i++)
-            if (peers[i].fd >= 0) {
-                ssize_t n = recv (peers[i].fd, sink, sizeof (sink), 0);
-                if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-                    close (peers[i].fd);
-                    peers[i].fd = -1;
+        for (i = 0; i < s->nranks; i++)
+            if (s->ranks[i].fd >= 0) {
+                ssize_t got = recv (s->ranks[i].fd, sink, sizeof (sink), 0);
+                if (got == 0 || (got < 0 && errno != EAGAIN && errno != EINTR)) {
+                    close (s->ranks[i].fd);
+                    s->ranks[i].fd = -1;
                 }
             }
     }
     free (pfd);
-    for (i = 0; i < npeers; i++)
-        if (peers[i].fd >= 0)
-            close (peers[i].fd);
+    for (i = 0; i < s->nranks; i++)
+        if (s->ranks[i].fd >= 0)
+            close (s->ranks[i].fd);
 }
 
-int doctor_serve (int lfd, const struct doctor_rank *self, const struct doctor_layout *layout,
-                  long deadline_ms, double timeout_s, bool json)
+static int server_init (struct server *s, int lfd, const struct doctor_key *key, size_t world)
 {
-    size_t world = self->world_size > 0 ? (size_t) self->world_size : 1;
-    size_t max = world + 64, npeers = 0, nrecs = 1, i;
-    struct peer *peers = calloc (max, sizeof (*peers));
-    struct doctor_rank *recs = NULL;
-    struct doctor_result res;
-    int rc = 1;
+    memset (s, 0, sizeof (*s));
+    s->key = key;
+    s->lfd = lfd;
+    s->world = world;
+    s->pending_max = world + 64 < PENDING_MAX ? world + 64 : PENDING_MAX;
+    s->ranks_max = world - 1 + EXTRA_RECORDS;
+    s->pending = calloc (s->pending_max, sizeof (*s->pending));
+    s->ranks = calloc (s->ranks_max, sizeof (*s->ranks));
+    s->procid_of_rank = malloc (world * sizeof (*s->procid_of_rank));
+    if (s->pending == NULL || s->ranks == NULL || s->procid_of_rank == NULL)
+        return -1;
+    for (size_t i = 0; i < world; i++)
+        s->procid_of_rank[i] = -2;
+    return 0;
+}
 
-    if (peers == NULL) {
-        fprintf (stderr, DOCTOR_PROGRAM ": out of memory for %zu ranks\n", world);
-        goto out;
+static void server_free (struct server *s)
+{
+    for (size_t i = 0; i < s->npending; i++) {
+        close (s->pending[i].fd);
+        free (s->pending[i].rec);
     }
-    raise_fd_limit ();
-    gather (lfd, peers, &npeers, max, world - 1, deadline_ms);
-    if ((recs = calloc (npeers + 1, sizeof (*recs))) == NULL) {
-        fprintf (stderr, DOCTOR_PROGRAM ": out of memory for %zu ranks\n", npeers + 1);
-        goto out;
-    }
+    free (s->pending);
+    free (s->ranks);
+    free (s->procid_of_rank);
+}
+
+/* Check rank 0's own facts and the signed records; print the report.  0
+ * when the step is healthy, 1 when not, -1 when out of memory. */
+static int report (struct server *s, const struct doctor_rank *self,
+                   const struct doctor_layout *layout, double timeout_s, bool json)
+{
+    struct doctor_rank *recs = calloc (s->nranks + 1, sizeof (*recs));
+    struct doctor_result res;
+    int rc;
+
+    if (recs == NULL)
+        return -1;
     recs[0] = *self;
-    for (i = 0; i < npeers; i++)
-        if (peers[i].valid)
-            recs[nrecs++] = *peers[i].rec;
-    if (doctor_check (recs, nrecs, layout, &res) < 0) {
-        fprintf (stderr, DOCTOR_PROGRAM ": out of memory checking %zu ranks\n", nrecs);
-        goto out;
+    for (size_t i = 0; i < s->nranks; i++)
+        recs[i + 1] = s->ranks[i].rec;
+    if (doctor_check (recs, s->nranks + 1, layout, &res) < 0) {
+        free (recs);
+        return -1;
     }
-    /* a connection that sent something else: named, it fails the check */
-    for (i = 0; i < npeers; i++)
-        if (peers[i].done && !peers[i].valid) {
-            char line[DOCTOR_LINE_MAX];
-            snprintf (line, sizeof (line), "an unreadable message from %s (not a doctor's)",
-                      peers[i].addr);
-            if (res.nproblems < DOCTOR_PROBLEMS_MAX)
-                memcpy (res.problem[res.nproblems], line, sizeof (line));
-            res.nproblems++;
-        }
+    free (recs);
+    res.unauthenticated = s->unauthenticated;
+    memcpy (res.unauthenticated_from, s->unauthenticated_from, sizeof (res.unauthenticated_from));
     if (json)
         doctor_report_json (stdout, &res, timeout_s);
     else
@@ -198,16 +391,34 @@ int doctor_serve (int lfd, const struct doctor_rank *self, const struct doctor_l
     fflush (stdout);
     rc = doctor_result_ok (&res) ? 0 : 1;
     doctor_result_free (&res);
+    return rc;
+}
+
+int doctor_serve (int lfd, const struct doctor_key *key, const struct doctor_rank *self,
+                  const struct doctor_layout *layout, long deadline_ms, double timeout_s, bool json)
+{
+    size_t world = self->world_size > 0 ? (size_t) self->world_size : 1;
+    struct server s;
+    int rc = 1;
+
+    if (server_init (&s, lfd, key, world) < 0) {
+        fprintf (stderr, DOCTOR_PROGRAM ": out of memory for %zu ranks\n", world);
+        goto out;
+    }
+    raise_fd_limit ();
+    gather (&s, world - 1, deadline_ms);
+    /* the count of the ones still in their handshake, for the report */
+    while (s.npending > 0)
+        drop (&s, s.npending - 1);
+    if ((rc = report (&s, self, layout, timeout_s, json)) < 0) {
+        fprintf (stderr, DOCTOR_PROGRAM ": out of memory checking %zu ranks\n", s.nranks + 1);
+        rc = 1;
+    }
 out:
     /* (the listener closes first: nobody new gets in while we answer) */
     close (lfd);
-    if (peers != NULL)
-        answer_all (peers, npeers, rc == 0);
-    for (i = 0; peers != NULL && i < npeers; i++) {
-        free (peers[i].buf);
-        free (peers[i].rec);
-    }
-    free (peers);
-    free (recs);
+    if (s.ranks != NULL)
+        answer_all (&s, rc == 0);
+    server_free (&s);
     return rc;
 }

@@ -5,12 +5,14 @@
 #include <stdbool.h>
 
 #include "doctor.h"
+#include "doctor_auth.h"
 
-/* Gather the other ranks' facts on the listening socket lfd until all came
- * or deadline_ms, print the report on stdout (JSON with json), answer
- * every rank, and close every socket, lfd too.  0 when the step is
- * healthy, 1 otherwise. */
-int doctor_serve (int lfd, const struct doctor_rank *self, const struct doctor_layout *layout,
-                  long deadline_ms, double timeout_s, bool json);
+/* Gather the other ranks' facts, each signed with key, on the listening
+ * socket lfd until all came or deadline_ms, print the report on stdout
+ * (JSON with json), answer every rank, and close every socket, lfd too.
+ * 0 when the step is healthy, 1 otherwise. */
+int doctor_serve (int lfd, const struct doctor_key *key, const struct doctor_rank *self,
+                  const struct doctor_layout *layout, long deadline_ms, double timeout_s,
+                  bool json);
 
 #endif /* DOCTOR_SERVE_H */

@@ -28,6 +28,7 @@ FUZZ_HARNESSES = \
 	tests/fuzz/fuzz_topo_xml \
 	tests/fuzz/fuzz_handover \
 	tests/fuzz/fuzz_wire \
+	tests/fuzz/fuzz_doctor \
 	tests/fuzz/fuzz_spank
 
 # Builds the harnesses when $(FUZZ_CC) can link libFuzzer, else says why not.
@@ -94,6 +95,12 @@ FUZZ_SRC_wire = $(srcdir)/tests/fuzz/fuzz_wire.c $(srcdir)/shim/wire.c
 tests/fuzz/fuzz_wire: $(FUZZ_SRC_wire) $(FUZZ_DEPS) $(srcdir)/shim/wire.h
 	$(FUZZ_BUILD) $(PMIX_CFLAGS) $(FUZZ_SRC_wire) -lm
 
+FUZZ_SRC_doctor = $(srcdir)/tests/fuzz/fuzz_doctor.c $(srcdir)/tools/doctor_auth.c \
+	$(srcdir)/tools/doctor_wire.c $(srcdir)/libdist/handover.c
+tests/fuzz/fuzz_doctor: $(FUZZ_SRC_doctor) $(FUZZ_DEPS) $(srcdir)/tools/doctor.h \
+		$(srcdir)/tools/doctor_auth.h
+	$(FUZZ_BUILD) $(CRYPTO_CFLAGS) $(FUZZ_SRC_doctor) $(CRYPTO_LIBS)
+
 # The plugin's own sources with the stand-in slurmstepd.  bind.c, failfast.c
 # and network.c are compiled through tests/fuzz/spank_*.c, which send their
 # affinity, stderr, sleeps and name lookups to the stand-in and release what
@@ -155,6 +162,7 @@ EXTRA_DIST += \
 	tests/fuzz/fuzz_topo_xml.c \
 	tests/fuzz/fuzz_handover.c \
 	tests/fuzz/fuzz_wire.c \
+	tests/fuzz/fuzz_doctor.c \
 	tests/fuzz/fuzz_spank.c \
 	tests/fuzz/spank_standin.c \
 	tests/fuzz/spank_standin.h \

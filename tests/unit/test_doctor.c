@@ -1,6 +1,7 @@
 /* test_doctor.c - dist-train-doctor's pure parts: the hostlist expander,
- * the wire format against hostile input, the checks over rank records, and
- * the report's size for a big healthy step. */
+ * the wire format against hostile input, the handshake's lines and MACs,
+ * the checks over rank records (also for tasks that all claim one node),
+ * and the report's size for a big healthy step. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -10,6 +11,7 @@
 #include <cmocka.h>
 
 #include "tools/doctor.h"
+#include "tools/doctor_auth.h"
 
 static void test_hostlist (void **state)
 {
@@ -260,6 +262,167 @@ static void test_report_fits (void **state)
     free (recs);
 }
 
+static const char *KEY_A = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+static const char *KEY_B = "ffeeddccbbaa99887766554433221100ffeeddccbbaa99887766554433221100";
+
+/* One whole exchange, as a rank and rank 0 see it. */
+static void test_auth_exchange (void **state)
+{
+    struct doctor_key key;
+    char pn[DOCTOR_NONCE_HEX + 1], sn[DOCTOR_NONCE_HEX + 1], got[DOCTOR_NONCE_HEX + 1];
+    char line[DOCTOR_AUTH_LINE_MAX], mac[DOCTOR_MAC_HEX + 1];
+    const char rec[] = "dist-train-doctor 1\nrank=1\nend\n";
+    size_t reclen;
+    bool ok = false;
+    int n;
+
+    (void) state;
+    assert_int_equal (doctor_key_parse (KEY_A, &key), 0);
+    assert_int_equal (doctor_nonce (pn), 0);
+    assert_int_equal (doctor_nonce (sn), 0);
+    assert_string_not_equal (pn, sn);
+    n = doctor_hello_format (pn, line, sizeof (line));
+    assert_true (n > 0 && line[n - 1] == '\n');
+    assert_int_equal (doctor_hello_parse (line, (size_t) n, got), 0);
+    assert_string_equal (got, pn);
+    n = doctor_proof_format (&key, pn, sn, line, sizeof (line));
+    assert_int_equal (doctor_proof_check (&key, pn, line, (size_t) n, got), 0);
+    assert_string_equal (got, sn);
+    n = doctor_record_header (&key, sn, pn, rec, strlen (rec), line, sizeof (line));
+    assert_int_equal (doctor_record_header_parse (line, (size_t) n, &reclen, mac), 0);
+    assert_int_equal (reclen, strlen (rec));
+    assert_int_equal (doctor_record_check (&key, sn, pn, rec, reclen, mac), 0);
+    n = doctor_verdict_format (&key, pn, sn, true, line, sizeof (line));
+    assert_int_equal (doctor_verdict_check (&key, pn, sn, line, (size_t) n, &ok), 0);
+    assert_true (ok);
+    n = doctor_verdict_format (&key, pn, sn, false, line, sizeof (line));
+    assert_int_equal (doctor_verdict_check (&key, pn, sn, line, (size_t) n, &ok), 0);
+    assert_false (ok);
+}
+
+/* Whoever lacks the key, or replays another connection's line, is refused. */
+static void test_auth_refusals (void **state)
+{
+    struct doctor_key a, b;
+    char pn[DOCTOR_NONCE_HEX + 1], sn[DOCTOR_NONCE_HEX + 1], other[DOCTOR_NONCE_HEX + 1];
+    char got[DOCTOR_NONCE_HEX + 1], line[DOCTOR_AUTH_LINE_MAX], mac[DOCTOR_MAC_HEX + 1];
+    char rec[] = "dist-train-doctor 1\nrank=1\nend\n";
+    size_t reclen;
+    bool ok;
+    int n;
+
+    (void) state;
+    assert_int_equal (doctor_key_parse (KEY_A, &a), 0);
+    assert_int_equal (doctor_key_parse (KEY_B, &b), 0);
+    assert_int_equal (doctor_nonce (pn), 0);
+    assert_int_equal (doctor_nonce (sn), 0);
+    assert_int_equal (doctor_nonce (other), 0);
+    /* rank 0 with another key; a proof made for another rank's nonce */
+    n = doctor_proof_format (&b, pn, sn, line, sizeof (line));
+    assert_int_equal (doctor_proof_check (&a, pn, line, (size_t) n, got), -1);
+    n = doctor_proof_format (&a, other, sn, line, sizeof (line));
+    assert_int_equal (doctor_proof_check (&a, pn, line, (size_t) n, got), -1);
+    /* a record signed with another key, for another connection, or changed */
+    n = doctor_record_header (&b, sn, pn, rec, strlen (rec), line, sizeof (line));
+    assert_int_equal (doctor_record_header_parse (line, (size_t) n, &reclen, mac), 0);
+    assert_int_equal (doctor_record_check (&a, sn, pn, rec, reclen, mac), -1);
+    n = doctor_record_header (&a, other, pn, rec, strlen (rec), line, sizeof (line));
+    doctor_record_header_parse (line, (size_t) n, &reclen, mac);
+    assert_int_equal (doctor_record_check (&a, sn, pn, rec, reclen, mac), -1);
+    n = doctor_record_header (&a, sn, pn, rec, strlen (rec), line, sizeof (line));
+    doctor_record_header_parse (line, (size_t) n, &reclen, mac);
+    rec[strlen (rec) - 6] = '2'; /* rank=2 */
+    assert_int_equal (doctor_record_check (&a, sn, pn, rec, reclen, mac), -1);
+    /* a verdict for another connection, or with its word changed */
+    n = doctor_verdict_format (&a, pn, other, true, line, sizeof (line));
+    assert_int_equal (doctor_verdict_check (&a, pn, sn, line, (size_t) n, &ok), -1);
+    n = doctor_verdict_format (&a, pn, sn, false, line, sizeof (line));
+    memcpy (line, "ok     ", 7);
+    assert_int_equal (doctor_verdict_check (&a, pn, sn, line, (size_t) n, &ok), -1);
+    assert_int_equal (doctor_verdict_check (&a, pn, sn, "ok\n", 3, &ok), -1);
+    /* keys that are not 64 hex digits */
+    assert_int_equal (doctor_key_parse (NULL, &a), -1);
+    assert_int_equal (doctor_key_parse ("", &a), -1);
+    assert_int_equal (doctor_key_parse ("00112233", &a), -1);
+    assert_int_equal (doctor_key_parse (
+                          "0011223344556677889xaabbccddeeff00112233445566778899aabbccddeeff", &a),
+                      -1);
+}
+
+/* Lines that are not the protocol's, from anyone who connects. */
+static void test_auth_malformed (void **state)
+{
+    char pn[DOCTOR_NONCE_HEX + 1], mac[DOCTOR_MAC_HEX + 1];
+    size_t reclen = 0;
+    const char *mac64 = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+    char line[DOCTOR_AUTH_LINE_MAX * 2];
+    const char *hello_bad[] = {
+        "",
+        "\n",
+        "dist-train-doctor 1\n",
+        "dist-train-doctor 2 hello \n",
+        "dist-train-doctor 2 hello 0123456789abcdef0123456789abcde\n",   /* short */
+        "dist-train-doctor 2 hello 0123456789abcdef0123456789abcdef0\n", /* long */
+        "dist-train-doctor 2 hello 0123456789ABCDEF0123456789abcdef\n",  /* upper */
+        "dist-train-doctor 2 hello 0123456789abcdef0123456789abcdeg\n",
+    };
+    const char *lengths_bad[] = {"0", "00012", "8193", "99999999999999999999", "-1", "12x"};
+
+    (void) state;
+    for (size_t i = 0; i < sizeof (hello_bad) / sizeof (hello_bad[0]); i++)
+        assert_int_equal (doctor_hello_parse (hello_bad[i], strlen (hello_bad[i]), pn), -1);
+    /* a NUL inside the line */
+    assert_int_equal (
+        doctor_hello_parse ("dist-train-doctor 2 hello 0123456789abcdef\0" "123456789abcdef\n", 43,
+                            pn),
+        -1);
+    /* longer than any line of ours */
+    memset (line, 'a', sizeof (line));
+    assert_int_equal (doctor_hello_parse (line, sizeof (line), pn), -1);
+    assert_int_equal (doctor_record_header_parse (line, sizeof (line), &reclen, mac), -1);
+    for (size_t i = 0; i < sizeof (lengths_bad) / sizeof (lengths_bad[0]); i++) {
+        snprintf (line, sizeof (line), "record %s %s\n", lengths_bad[i], mac64);
+        assert_int_equal (doctor_record_header_parse (line, strlen (line), &reclen, mac), -1);
+    }
+    snprintf (line, sizeof (line), "record 8192 %s\n", mac64);
+    assert_int_equal (doctor_record_header_parse (line, strlen (line), &reclen, mac), 0);
+    assert_int_equal (reclen, DOCTOR_MSG_MAX);
+    snprintf (line, sizeof (line), "record 12 %.63s\n", mac64);
+    assert_int_equal (doctor_record_header_parse (line, strlen (line), &reclen, mac), -1);
+}
+
+/* Tasks that all claim one node: the checks stay within the ranks Slurm
+ * placed there, and say so first. */
+static void test_check_crowded_node (void **state)
+{
+    const size_t world = 2048;
+    struct doctor_rank *recs = calloc (world, sizeof (*recs));
+    struct doctor_layout l;
+    struct doctor_result res;
+
+    (void) state;
+    assert_non_null (recs);
+    for (size_t i = 0; i < world; i++) {
+        healthy (&recs[i], (long) i, "node1", (long) i);
+        recs[i].world_size = (long) world;
+        strcpy (recs[i].cpus, "0-1"); /* every pair overlaps or is the same */
+    }
+    assert_int_equal (doctor_layout_build ("node[1-2]", "1024(x2)", NULL, NULL, &l), 0);
+    assert_int_equal (doctor_check (recs, world, &l, &res), 0);
+    assert_false (doctor_result_ok (&res));
+    assert_string_equal (res.problem[0], "node1: 2048 tasks say they run here, but Slurm placed "
+                                         "1024 there; only the first 1024 are checked against "
+                                         "each other");
+    assert_true (has_problem (&res, "rank 1024 checked in from node1 (task 1024), but Slurm's "
+                                    "layout puts it on node2"));
+    /* (they all came, from the wrong node: node2 has none, and misses none) */
+    assert_string_equal (res.node[1].ranks, "");
+    assert_string_equal (res.node[1].missing, "");
+    doctor_result_free (&res);
+    doctor_layout_free (&l);
+    free (recs);
+}
+
 int main (void)
 {
     const struct CMUnitTest tests[] = {
@@ -275,6 +438,10 @@ int main (void)
         cmocka_unit_test (test_check_disagreements),
         cmocka_unit_test (test_check_planned_share),
         cmocka_unit_test (test_report_fits),
+        cmocka_unit_test (test_auth_exchange),
+        cmocka_unit_test (test_auth_refusals),
+        cmocka_unit_test (test_auth_malformed),
+        cmocka_unit_test (test_check_crowded_node),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }

@@ -1,0 +1,212 @@
+#!/usr/bin/env bats
+# doctor_auth.bats - dist-train-doctor's ranks on loopback, with others on
+# rank 0's port: a forged record, idle connections, thousands of records
+# claiming one node, file descriptors running out, an impostor listening in
+# rank 0's place, a rank with another step's key.  No cluster: the ranks are
+# the real doctor with the environment srun --dist-train gives a task.
+#
+# DOCTOR_UNDER_TEST=PATH runs the file against another build of the doctor
+# (each of the first five tests fails against the one before the step key).
+
+load helpers/common
+
+DOCTOR=${DOCTOR_UNDER_TEST:-$TOP/tools/dist-train-doctor}
+PEER="$TOP/tests/integration/helpers/doctor_peer.py"
+
+setup_file() {
+    [[ -x $DOCTOR ]] || { echo "build first: $DOCTOR is missing" >&2; return 1; }
+}
+
+setup() {
+    PIDS=()
+    PORT=$("$TORCH_PYTHON" "$PEER" free-port)
+    KEY=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+    OUT=$BATS_TEST_TMPDIR
+}
+
+teardown() {
+    local pid
+    for pid in "${PIDS[@]}"; do
+        kill "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    done
+}
+
+# doctor RANK WORLD [VAR=VALUE...] -- ARGS...: one rank, as srun --dist-train
+# starts it on node1 (no layout unless given); its CPU seconds into
+# $CPU_FILE when set, under a file descriptor limit of $NOFILE when set.
+doctor() {
+    local rank=$1 world=$2
+    shift 2
+    local vars=()
+    while (($# > 0)) && [[ $1 != -- ]]; do
+        vars+=("$1")
+        shift
+    done
+    shift
+    local wrap=()
+    [[ -z ${CPU_FILE:-} ]] || wrap=("$TORCH_PYTHON" "$PEER" cpu "$CPU_FILE")
+    [[ -z ${NOFILE:-} ]] || wrap+=(prlimit --nofile="$NOFILE:$NOFILE")
+    "${wrap[@]}" env -u NCCL_SOCKET_IFNAME -u GLOO_SOCKET_IFNAME -u SLURM_STEP_NODELIST \
+        -u SLURM_STEP_TASKS_PER_NODE -u SLURM_DISTRIBUTION -u SLURM_PROCID \
+        DIST_TRAIN_STEP_KEY="$KEY" RANK="$rank" LOCAL_RANK="$rank" WORLD_SIZE="$world" \
+        MASTER_ADDR=127.0.0.1 MASTER_PORT="$PORT" SLURMD_NODENAME=node1 "${vars[@]}" \
+        timeout 60 "$DOCTOR" "$@"
+}
+
+# Rank 0 in the background, its report in $OUT/rank0; wait_rank0 waits for
+# it and leaves its exit status in rc0.
+rank0() {
+    local world=$1
+    shift
+    doctor 0 "$world" "$@" >"$OUT/rank0" 2>&1 &
+    PIDS+=($!)
+    RANK0=$!
+    # (listening: the others connect)
+    local i
+    for ((i = 0; i < 50; i++)); do
+        ss -Hltn "sport = :$PORT" | grep -q . && return 0
+        sleep 0.1
+    done
+    echo "rank 0 does not listen on $PORT" >&2
+    return 1
+}
+
+wait_rank0() {
+    rc0=0
+    wait "$RANK0" || rc0=$?
+    echo "--- rank 0 (exit $rc0):"
+    cat "$OUT/rank0"
+}
+
+@test "a forged record claiming rank 1 does not take its place" {
+    rank0 2 -- --timeout 10
+    run "$TORCH_PYTHON" "$PEER" forge "$PORT" 1
+    echo "$output"
+    [ "$status" -eq 0 ]
+    run doctor 1 2 -- --timeout 10
+    echo "$output"
+    wait_rank0
+    [ "$status" -eq 0 ]
+    [ "$rc0" -eq 0 ]
+    grep -q 'ok: all 2 ranks on 1 node checked in, nothing wrong' "$OUT/rank0"
+    grep -q 'note: 2 connections to MASTER_PORT closed without a record signed with this step.s key (from 127.0.0.1)' "$OUT/rank0"
+    ! grep -q forged "$OUT/rank0"
+}
+
+@test "WORLD_SIZE + 64 idle connections do not shut the ranks out, and are counted" {
+    rank0 2 -- --timeout 15
+    "$TORCH_PYTHON" "$PEER" idle "$PORT" 66 12 >"$OUT/idle" &
+    PIDS+=($!)
+    local idle=$!
+    sleep 1
+    run doctor 1 2 -- --timeout 10
+    echo "$output"
+    wait_rank0
+    wait "$idle"
+    cat "$OUT/idle"
+    [ "$status" -eq 0 ]
+    [ "$rc0" -eq 0 ]
+    grep -q 'ok: all 2 ranks on 1 node checked in' "$OUT/rank0"
+    grep -q 'note: 66 connections to MASTER_PORT closed without a record signed' "$OUT/rank0"
+    grep -q '^idle: 66 of 66 closed by rank 0' "$OUT/idle"
+}
+
+@test "a connection that shows no signed record is closed within seconds" {
+    rank0 2 -- --timeout 20
+    run "$TORCH_PYTHON" "$PEER" idle "$PORT" 1 10
+    echo "$output"
+    # DOCTOR_HANDSHAKE_MS is 3 s: closed after it, long before rank 0's 20 s
+    [[ $output =~ ^idle:\ 1\ of\ 1\ closed\ by\ rank\ 0,\ the\ first\ after\ ([0-9.]+)\ s ]]
+    local after=${BASH_REMATCH[1]}
+    [ "${after%.*}" -ge 2 ] && [ "${after%.*}" -le 5 ]
+    run doctor 1 2 -- --timeout 10
+    wait_rank0
+    [ "$status" -eq 0 ]
+    [ "$rc0" -eq 0 ]
+    grep -q 'note: 1 connection to MASTER_PORT closed without a record signed' "$OUT/rank0"
+}
+
+@test "2,047 records that all claim one node: rank 0's checks stay cheap, and say so" {
+    CPU_FILE=$OUT/rank0.cpu rank0 2048 SLURM_STEP_NODELIST='node[1-2]' \
+        SLURM_STEP_TASKS_PER_NODE='1024(x2)' -- --timeout 120
+    run "$TORCH_PYTHON" "$PEER" flood "$PORT" "$KEY" 2047 node1
+    echo "$output"
+    wait_rank0
+    echo "rank 0's CPU: $(cat "$OUT/rank0.cpu") s"
+    [ "$status" -eq 0 ]
+    grep -q 'node1: 2048 tasks say they run here, but Slurm placed 1024 there' "$OUT/rank0"
+    grep -q 'rank 1024 checked in from node1 (task 1024), but Slurm.s layout puts it on node2' \
+        "$OUT/rank0"
+    # (the pairs of 2,048 ranks took 19 s; 1,024's, parsed once, take well under one)
+    awk '{ exit !($1 < 5) }' "$OUT/rank0.cpu"
+}
+
+@test "out of file descriptors with idle connections: rank 0 makes room, no busy loop" {
+    CPU_FILE=$OUT/rank0.cpu NOFILE=20 rank0 2 -- --timeout 8
+    "$TORCH_PYTHON" "$PEER" idle "$PORT" 40 6 >"$OUT/idle" &
+    PIDS+=($!)
+    sleep 3
+    run doctor 1 2 -- --timeout 5
+    echo "$output"
+    wait_rank0
+    echo "rank 0's CPU: $(cat "$OUT/rank0.cpu") s"
+    [ "$status" -eq 0 ]
+    [ "$rc0" -eq 0 ]
+    awk '{ exit !($1 < 1) }' "$OUT/rank0.cpu"
+}
+
+@test "out of file descriptors with signed ranks only: accept pauses, no busy loop" {
+    CPU_FILE=$OUT/rank0.cpu NOFILE=24 rank0 64 -- --timeout 5
+    "$TORCH_PYTHON" "$PEER" hold "$PORT" "$KEY" 63 >"$OUT/hold" &
+    PIDS+=($!)
+    wait_rank0
+    echo "rank 0's CPU: $(cat "$OUT/rank0.cpu") s"
+    # not every rank fits: the check fails, after waiting quietly
+    [ "$rc0" -eq 1 ]
+    [[ $(cat "$OUT/rank0") =~ FAILED:\ [0-9]+\ problems?\;\ ([0-9]+)\ tasks\ of\ 64\ checked\ in ]]
+    [ "${BASH_REMATCH[1]}" -ge 10 ] && [ "${BASH_REMATCH[1]}" -lt 64 ]
+    awk '{ exit !($1 < 1) }' "$OUT/rank0.cpu"
+}
+
+@test "an impostor on MASTER_PORT learns nothing, and the rank does not run its program" {
+    chmod 755 "$OUT"
+    setpriv --reuid=nobody --regid=nogroup --clear-groups \
+        "$TORCH_PYTHON" "$PEER" impostor "$PORT" "$OUT/heard" 5 >"$OUT/impostor" &
+    PIDS+=($!)
+    local i
+    for ((i = 0; i < 50; i++)); do
+        ss -Hltn "sport = :$PORT" | grep -q . && break
+        sleep 0.1
+    done
+    run doctor 1 2 -- --timeout 3 --then touch "$OUT/ran"
+    echo "$output"
+    [ "$status" -eq 1 ]
+    [ ! -e "$OUT/ran" ]
+    [[ $output == *"rank 1 on node1: what answers at 127.0.0.1:$PORT did not prove it knows this step's key (DIST_TRAIN_STEP_KEY): something else listens on MASTER_PORT"*"nothing was sent to it"* ]]
+    wait "${PIDS[-1]}" || true
+    echo "the impostor heard: $(cat "$OUT/heard")"
+    ! grep -q 'node=\|cpus=\|rank=' "$OUT/heard"
+}
+
+@test "a rank with another step's key: not counted, and both sides say why" {
+    rank0 2 -- --timeout 5
+    KEY=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n') run doctor 1 2 -- --timeout 5
+    echo "$output"
+    wait_rank0
+    [ "$status" -eq 1 ]
+    [[ $output == *"did not prove it knows this step's key"* ]]
+    [ "$rc0" -eq 1 ]
+    grep -q 'problem: rank 1 never checked in' "$OUT/rank0"
+    grep -q 'note: 1 connection to MASTER_PORT closed without a record signed with this step.s key (from 127.0.0.1): not ranks of this step, or ranks with another step.s DIST_TRAIN_STEP_KEY' "$OUT/rank0"
+}
+
+@test "without DIST_TRAIN_STEP_KEY: the doctor says where the key comes from" {
+    KEY='' run doctor 0 2 -- --timeout 5
+    echo "$output"
+    [ "$status" -eq 2 ]
+    [[ $output == *"DIST_TRAIN_STEP_KEY is not set"*"srun --help | grep dist-train"*"openssl rand -hex 32"* ]]
+    KEY=not-hex run doctor 1 2 -- --timeout 5
+    [ "$status" -eq 2 ]
+    [[ $output == *"DIST_TRAIN_STEP_KEY is not 64 hex digits"* ]]
+}

@@ -1,0 +1,256 @@
+/* doctor_auth.c - the doctor's handshake lines and their MACs (see
+ * doctor_auth.h); HMAC-SHA256 and the constant-time compare are OpenSSL's. */
+#include <stdio.h>
+#include <string.h>
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include "doctor.h"
+#include "doctor_auth.h"
+
+#define MAGIC DOCTOR_PROGRAM " 2 "
+#define MAC_LABEL DOCTOR_PROGRAM " "
+
+static int hex_digit (char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+static void hex_text (const unsigned char *bytes, size_t n, char *out)
+{
+    static const char digits[] = "0123456789abcdef";
+
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[bytes[i] >> 4];
+        out[2 * i + 1] = digits[bytes[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+/* Exactly n lowercase hex digits at s (what we send: one spelling only). */
+static bool lower_hex (const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+            return false;
+    return true;
+}
+
+int doctor_key_parse (const char *hex, struct doctor_key *key)
+{
+    size_t i;
+
+    if (hex == NULL || strlen (hex) != 2 * DOCTOR_KEY_BYTES)
+        return -1;
+    for (i = 0; i < DOCTOR_KEY_BYTES; i++) {
+        int hi = hex_digit (hex[2 * i]), lo = hex_digit (hex[2 * i + 1]);
+        if (hi < 0 || lo < 0) {
+            OPENSSL_cleanse (key, sizeof (*key));
+            return -1;
+        }
+        key->bytes[i] = (unsigned char) (hi << 4 | lo);
+    }
+    return 0;
+}
+
+int doctor_nonce (char out[DOCTOR_NONCE_HEX + 1])
+{
+    return dist_random_hex (out, DOCTOR_NONCE_HEX / 2);
+}
+
+/* The MAC, as hex, of head (a label and the nonces) and body. */
+static int mac_of (const struct doctor_key *key, const char *head, const char *body, size_t bodylen,
+                   char out[DOCTOR_MAC_HEX + 1])
+{
+    unsigned char data[DOCTOR_AUTH_LINE_MAX + DOCTOR_MSG_MAX];
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int mdlen = 0;
+    size_t hlen = strlen (head);
+
+    if (hlen > DOCTOR_AUTH_LINE_MAX || bodylen > DOCTOR_MSG_MAX)
+        return -1;
+    memcpy (data, head, hlen);
+    if (bodylen > 0)
+        memcpy (data + hlen, body, bodylen);
+    if (HMAC (EVP_sha256 (), key->bytes, DOCTOR_KEY_BYTES, data, hlen + bodylen, md, &mdlen) == NULL
+        || mdlen != DOCTOR_MAC_HEX / 2)
+        return -1;
+    hex_text (md, mdlen, out);
+    return 0;
+}
+
+/* Whether mac (DOCTOR_MAC_HEX characters from the network) is head's and
+ * body's, without telling a forger how much of it was right. */
+static bool mac_ok (const struct doctor_key *key, const char *head, const char *body,
+                    size_t bodylen, const char *mac)
+{
+    char want[DOCTOR_MAC_HEX + 1];
+
+    return mac_of (key, head, body, bodylen, want) == 0
+           && CRYPTO_memcmp (want, mac, DOCTOR_MAC_HEX) == 0;
+}
+
+/* line without its '\n' into out (size bytes); -1 when too long or when
+ * it holds a NUL, which no line of ours has. */
+static int line_text (const char *line, size_t len, char *out, size_t size)
+{
+    if (len > 0 && line[len - 1] == '\n')
+        len--;
+    if (len >= size || memchr (line, '\0', len) != NULL)
+        return -1;
+    memcpy (out, line, len);
+    out[len] = '\0';
+    return 0;
+}
+
+static int fits (int n, size_t size)
+{
+    return n < 0 || (size_t) n >= size ? -1 : n;
+}
+
+int doctor_hello_format (const char *pn, char *buf, size_t size)
+{
+    return fits (snprintf (buf, size, MAGIC "hello %s\n", pn), size);
+}
+
+int doctor_hello_parse (const char *line, size_t len, char pn[DOCTOR_NONCE_HEX + 1])
+{
+    char text[DOCTOR_AUTH_LINE_MAX];
+    const size_t plen = strlen (MAGIC "hello ");
+
+    if (line_text (line, len, text, sizeof (text)) < 0 || strlen (text) != plen + DOCTOR_NONCE_HEX
+        || strncmp (text, MAGIC "hello ", plen) != 0 || !lower_hex (text + plen, DOCTOR_NONCE_HEX))
+        return -1;
+    memcpy (pn, text + plen, DOCTOR_NONCE_HEX + 1);
+    return 0;
+}
+
+static void proof_head (const char *pn, const char *sn, char *head, size_t size)
+{
+    snprintf (head, size, MAC_LABEL "rank0 %.32s %.32s", pn, sn);
+}
+
+int doctor_proof_format (const struct doctor_key *key, const char *pn, const char *sn, char *buf,
+                         size_t size)
+{
+    char head[DOCTOR_AUTH_LINE_MAX], mac[DOCTOR_MAC_HEX + 1];
+
+    proof_head (pn, sn, head, sizeof (head));
+    if (mac_of (key, head, NULL, 0, mac) < 0)
+        return -1;
+    return fits (snprintf (buf, size, MAGIC "rank0 %s %s\n", sn, mac), size);
+}
+
+int doctor_proof_check (const struct doctor_key *key, const char *pn, const char *line, size_t len,
+                        char sn[DOCTOR_NONCE_HEX + 1])
+{
+    char text[DOCTOR_AUTH_LINE_MAX], head[DOCTOR_AUTH_LINE_MAX], nonce[DOCTOR_NONCE_HEX + 1];
+    const size_t plen = strlen (MAGIC "rank0 ");
+    const char *p = text + plen;
+
+    if (line_text (line, len, text, sizeof (text)) < 0
+        || strlen (text) != plen + DOCTOR_NONCE_HEX + 1 + DOCTOR_MAC_HEX
+        || strncmp (text, MAGIC "rank0 ", plen) != 0 || !lower_hex (p, DOCTOR_NONCE_HEX)
+        || p[DOCTOR_NONCE_HEX] != ' ' || !lower_hex (p + DOCTOR_NONCE_HEX + 1, DOCTOR_MAC_HEX))
+        return -1;
+    memcpy (nonce, p, DOCTOR_NONCE_HEX);
+    nonce[DOCTOR_NONCE_HEX] = '\0';
+    proof_head (pn, nonce, head, sizeof (head));
+    if (!mac_ok (key, head, NULL, 0, p + DOCTOR_NONCE_HEX + 1))
+        return -1;
+    memcpy (sn, nonce, sizeof (nonce));
+    return 0;
+}
+
+static void record_head (const char *sn, const char *pn, char *head, size_t size)
+{
+    snprintf (head, size, MAC_LABEL "record %.32s %.32s\n", sn, pn);
+}
+
+int doctor_record_header (const struct doctor_key *key, const char *sn, const char *pn,
+                          const char *rec, size_t reclen, char *buf, size_t size)
+{
+    char head[DOCTOR_AUTH_LINE_MAX], mac[DOCTOR_MAC_HEX + 1];
+
+    record_head (sn, pn, head, sizeof (head));
+    if (reclen == 0 || mac_of (key, head, rec, reclen, mac) < 0)
+        return -1;
+    return fits (snprintf (buf, size, "record %zu %s\n", reclen, mac), size);
+}
+
+int doctor_record_header_parse (const char *line, size_t len, size_t *reclen,
+                                char mac[DOCTOR_MAC_HEX + 1])
+{
+    char text[DOCTOR_AUTH_LINE_MAX];
+    size_t n = 0, i = strlen ("record ");
+
+    if (line_text (line, len, text, sizeof (text)) < 0 || strncmp (text, "record ", i) != 0)
+        return -1;
+    /* at most 5 digits, no leading zero: DOCTOR_MSG_MAX is 8192 */
+    if (text[i] < '1' || text[i] > '9')
+        return -1;
+    for (; text[i] >= '0' && text[i] <= '9' && n <= DOCTOR_MSG_MAX; i++)
+        n = n * 10 + (size_t) (text[i] - '0');
+    if (n > DOCTOR_MSG_MAX || text[i] != ' ' || strlen (text + i + 1) != DOCTOR_MAC_HEX
+        || !lower_hex (text + i + 1, DOCTOR_MAC_HEX))
+        return -1;
+    *reclen = n;
+    memcpy (mac, text + i + 1, DOCTOR_MAC_HEX + 1);
+    return 0;
+}
+
+int doctor_record_check (const struct doctor_key *key, const char *sn, const char *pn,
+                         const char *rec, size_t reclen, const char *mac)
+{
+    char head[DOCTOR_AUTH_LINE_MAX];
+
+    record_head (sn, pn, head, sizeof (head));
+    return mac_ok (key, head, rec, reclen, mac) ? 0 : -1;
+}
+
+static void verdict_head (const char *pn, const char *sn, const char *word, char *head, size_t size)
+{
+    snprintf (head, size, MAC_LABEL "verdict %.32s %.32s %.7s", pn, sn, word);
+}
+
+int doctor_verdict_format (const struct doctor_key *key, const char *pn, const char *sn, bool ok,
+                           char *buf, size_t size)
+{
+    const char *word = ok ? "ok" : "problem";
+    char head[DOCTOR_AUTH_LINE_MAX], mac[DOCTOR_MAC_HEX + 1];
+
+    verdict_head (pn, sn, word, head, sizeof (head));
+    if (mac_of (key, head, NULL, 0, mac) < 0)
+        return -1;
+    return fits (snprintf (buf, size, "%s %s\n", word, mac), size);
+}
+
+int doctor_verdict_check (const struct doctor_key *key, const char *pn, const char *sn,
+                          const char *line, size_t len, bool *ok)
+{
+    char text[DOCTOR_AUTH_LINE_MAX], head[DOCTOR_AUTH_LINE_MAX];
+    const char *sp;
+    size_t wlen;
+
+    if (line_text (line, len, text, sizeof (text)) < 0 || (sp = strchr (text, ' ')) == NULL)
+        return -1;
+    wlen = (size_t) (sp - text);
+    if (!((wlen == 2 && memcmp (text, "ok", 2) == 0)
+          || (wlen == 7 && memcmp (text, "problem", 7) == 0))
+        || strlen (sp + 1) != DOCTOR_MAC_HEX || !lower_hex (sp + 1, DOCTOR_MAC_HEX))
+        return -1;
+    text[wlen] = '\0';
+    verdict_head (pn, sn, text, head, sizeof (head));
+    if (!mac_ok (key, head, NULL, 0, sp + 1))
+        return -1;
+    *ok = wlen == 2;
+    return 0;
+}

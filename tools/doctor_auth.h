@@ -1,0 +1,72 @@
+/* doctor_auth.h - the doctor's handshake: every message proves that its
+ * sender knows the step's key, which only the step's tasks can read.
+ *
+ * srun draws 32 random bytes per step; the plugin hands them to every task
+ * as DIST_TRAIN_STEP_KEY (64 hex digits).  A task's environment is readable
+ * by its user and root only, so a listener or a sender of another user, who
+ * can compute MASTER_PORT from squeue, cannot take part.  The exchange, on
+ * one TCP connection from a rank to rank 0 (PN and SN: 16 random bytes each
+ * side draws, as 32 hex digits; MAC: HMAC-SHA256 with the key, as 64 hex
+ * digits over the text shown):
+ *
+ *   rank:   "dist-train-doctor 2 hello PN\n"
+ *   rank 0: "dist-train-doctor 2 rank0 SN MAC\n"   MAC over "dist-train-doctor rank0 PN SN"
+ *   rank:   "record LEN MAC\n" then LEN bytes       MAC over "dist-train-doctor record SN PN\n"
+ *                                                    and the LEN bytes (doctor_wire_encode's)
+ *   rank 0: "ok MAC\n" or "problem MAC\n"           MAC over "dist-train-doctor verdict PN SN WORD"
+ *
+ * Rank 0 proves itself before a rank sends its facts, so an impostor on
+ * the port learns nothing; both nonces enter every MAC, so nothing seen on
+ * one connection is worth replaying on another.
+ */
+#ifndef DOCTOR_AUTH_H
+#define DOCTOR_AUTH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "libdist/handover.h"
+
+#define DOCTOR_KEY_VAR DIST_STEP_KEY_VAR
+#define DOCTOR_KEY_BYTES 32
+#define DOCTOR_NONCE_HEX 32
+#define DOCTOR_MAC_HEX 64
+#define DOCTOR_AUTH_LINE_MAX 160 /* the longest handshake line, with its '\n' */
+#define DOCTOR_HANDSHAKE_MS 3000 /* from accept to a rank's valid record */
+
+struct doctor_key {
+    unsigned char bytes[DOCTOR_KEY_BYTES];
+};
+
+/* The key from its 64 hex digits; 0, or -1 for anything else. */
+int doctor_key_parse (const char *hex, struct doctor_key *key);
+
+/* A fresh nonce from the kernel's random source; 0, or -1. */
+int doctor_nonce (char out[DOCTOR_NONCE_HEX + 1]);
+
+/* The lines above, each into buf (size bytes) with its '\n'; the length,
+ * or -1 when it does not fit.  record_header is followed by the record. */
+int doctor_hello_format (const char *pn, char *buf, size_t size);
+int doctor_proof_format (const struct doctor_key *key, const char *pn, const char *sn, char *buf,
+                         size_t size);
+int doctor_record_header (const struct doctor_key *key, const char *sn, const char *pn,
+                          const char *rec, size_t reclen, char *buf, size_t size);
+int doctor_verdict_format (const struct doctor_key *key, const char *pn, const char *sn, bool ok,
+                           char *buf, size_t size);
+
+/* The same lines, read back (line: len bytes, with or without its '\n').
+ * Each is 0 only when the line is well formed and, where it carries a MAC,
+ * the MAC is right (compared in constant time); else -1. */
+int doctor_hello_parse (const char *line, size_t len, char pn[DOCTOR_NONCE_HEX + 1]);
+int doctor_proof_check (const struct doctor_key *key, const char *pn, const char *line, size_t len,
+                        char sn[DOCTOR_NONCE_HEX + 1]);
+/* The header's length (1..DOCTOR_MSG_MAX) and MAC; the MAC is checked
+ * with doctor_record_check once the record is in. */
+int doctor_record_header_parse (const char *line, size_t len, size_t *reclen,
+                                char mac[DOCTOR_MAC_HEX + 1]);
+int doctor_record_check (const struct doctor_key *key, const char *sn, const char *pn,
+                         const char *rec, size_t reclen, const char *mac);
+int doctor_verdict_check (const struct doctor_key *key, const char *pn, const char *sn,
+                          const char *line, size_t len, bool *ok);
+
+#endif /* DOCTOR_AUTH_H */
