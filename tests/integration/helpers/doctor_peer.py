@@ -8,9 +8,11 @@
                                             how many rank 0 closed, and after how long
     doctor_peer.py flood PORT KEY N NODE    N records of ranks 1..N, all claiming NODE,
                                             signed with KEY (the protocol rank 0 speaks)
-    doctor_peer.py hold PORT KEY N          N signed records on connections kept open
-    doctor_peer.py impostor PORT FILE SECS  listen on PORT, answer "ok" to everyone,
-                                            and keep what they sent in FILE
+    doctor_peer.py hold PORT KEY N SECS     N signed records on connections kept open
+                                            for SECS
+    doctor_peer.py impostor PORT SECS       listen on PORT for one connection (at most
+                                            SECS), answer "ok" to all it says, and print
+                                            what it sent
     doctor_peer.py cpu FILE CMD...          run CMD; its CPU seconds (user + system)
                                             into FILE; CMD's exit status
 
@@ -147,9 +149,9 @@ def flood(port, key, n, node):
     print(f"flood: {n} records sent")
 
 
-def hold(port, key, n):
+def hold(port, key, n, seconds):
     socks = []
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + seconds
     for rank in range(1, n + 1):
         try:
             socks.append(send_record(port, key, record(rank, n + 1, "node1"), deadline))
@@ -159,19 +161,20 @@ def hold(port, key, n):
     time.sleep(max(0, deadline - time.monotonic()))
 
 
-def impostor(port, path, seconds):
+def impostor(port, seconds):
     lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     lsock.bind(("127.0.0.1", port))
     lsock.listen(64)
     got = b""
     end = time.monotonic() + seconds
-    print("impostor: listening", flush=True)
+    print("impostor: listening", file=sys.stderr, flush=True)
     while time.monotonic() < end:
         ready, _, _ = select.select([lsock], [], [], 0.1)
         if not ready:
             continue
         conn, _ = lsock.accept()
+        end = 0  # (one connection is all a test needs)
         conn.settimeout(1)
         try:
             got += conn.recv(65536)
@@ -183,8 +186,8 @@ def impostor(port, path, seconds):
         except OSError:
             pass
         conn.close()
-    with open(path, "wb") as f:
-        f.write(got)
+    # (to stdout, which the test opened: this user may write nowhere else)
+    sys.stdout.buffer.write(got)
 
 
 def main():
@@ -201,7 +204,7 @@ def main():
     elif cmd == "flood":
         flood(int(args[0]), args[1], int(args[2]), args[3])
     elif cmd == "hold":
-        hold(int(args[0]), args[1], int(args[2]))
+        hold(int(args[0]), args[1], int(args[2]), float(args[3]))
     elif cmd == "cpu":
         import subprocess
         rc = subprocess.run(args[1:]).returncode
@@ -210,7 +213,7 @@ def main():
             f.write(f"{use.ru_utime + use.ru_stime:.2f}\n")
         sys.exit(rc)
     elif cmd == "impostor":
-        impostor(int(args[0]), args[1], float(args[2]))
+        impostor(int(args[0]), float(args[1]))
     else:
         sys.exit(f"doctor_peer: unknown command {cmd}")
 
