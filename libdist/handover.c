@@ -21,15 +21,18 @@ static bool valid_name (const char *s)
     return true;
 }
 
-/* A key: exactly DIST_STEP_KEY_HEX lowercase hex digits. */
-static bool valid_key (const char *s, size_t len)
+bool dist_lower_hex (const char *s, size_t len)
 {
-    if (len != DIST_STEP_KEY_HEX)
-        return false;
     for (size_t i = 0; i < len; i++)
         if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
             return false;
     return true;
+}
+
+/* A key: exactly DIST_STEP_KEY_HEX lowercase hex digits. */
+static bool valid_key (const char *s, size_t len)
+{
+    return len == DIST_STEP_KEY_HEX && dist_lower_hex (s, len);
 }
 
 int dist_handover_format (const struct dist_handover *h, char *buf, size_t size)
@@ -46,11 +49,21 @@ int dist_handover_format (const struct dist_handover *h, char *buf, size_t size)
     return n < 0 || (size_t) n >= size ? -1 : 0;
 }
 
-int dist_random_hex (char *out, size_t nbytes)
+void dist_hex_text (const unsigned char *bytes, size_t n, char *out)
 {
     static const char digits[] = "0123456789abcdef";
+
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[bytes[i] >> 4];
+        out[2 * i + 1] = digits[bytes[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+int dist_random_hex (char *out, size_t nbytes)
+{
     unsigned char bytes[64];
-    size_t got = 0, i;
+    size_t got = 0;
     ssize_t n;
 
     out[0] = '\0';
@@ -64,11 +77,7 @@ int dist_random_hex (char *out, size_t nbytes)
             return -1;
         got += (size_t) n;
     }
-    for (i = 0; i < nbytes; i++) {
-        out[2 * i] = digits[bytes[i] >> 4];
-        out[2 * i + 1] = digits[bytes[i] & 15];
-    }
-    out[2 * nbytes] = '\0';
+    dist_hex_text (bytes, nbytes, out);
     return 0;
 }
 

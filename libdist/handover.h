@@ -46,4 +46,11 @@ int dist_handover_parse (const char *text, struct dist_handover *h);
  * digits and a NUL into out (a step's key, a nonce); 0, or -1 (out ""). */
 int dist_random_hex (char *out, size_t nbytes);
 
+/* n bytes as 2 * n lowercase hex digits and a NUL into out. */
+void dist_hex_text (const unsigned char *bytes, size_t n, char *out);
+
+/* Whether s holds exactly len lowercase hex digits (the one spelling
+ * keys, nonces and MACs are written in). */
+bool dist_lower_hex (const char *s, size_t len);
+
 #endif /* DIST_HANDOVER_H */

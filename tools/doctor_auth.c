@@ -24,26 +24,6 @@ static int hex_digit (char c)
     return -1;
 }
 
-static void hex_text (const unsigned char *bytes, size_t n, char *out)
-{
-    static const char digits[] = "0123456789abcdef";
-
-    for (size_t i = 0; i < n; i++) {
-        out[2 * i] = digits[bytes[i] >> 4];
-        out[2 * i + 1] = digits[bytes[i] & 15];
-    }
-    out[2 * n] = '\0';
-}
-
-/* Exactly n lowercase hex digits at s (what we send: one spelling only). */
-static bool lower_hex (const char *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-            return false;
-    return true;
-}
-
 int doctor_key_parse (const char *hex, struct doctor_key *key)
 {
     size_t i;
@@ -83,7 +63,7 @@ static int mac_of (const struct doctor_key *key, const char *head, const char *b
     if (HMAC (EVP_sha256 (), key->bytes, DOCTOR_KEY_BYTES, data, hlen + bodylen, md, &mdlen) == NULL
         || mdlen != DOCTOR_MAC_HEX / 2)
         return -1;
-    hex_text (md, mdlen, out);
+    dist_hex_text (md, mdlen, out);
     return 0;
 }
 
@@ -127,7 +107,8 @@ int doctor_hello_parse (const char *line, size_t len, char pn[DOCTOR_NONCE_HEX +
     const size_t plen = strlen (MAGIC "hello ");
 
     if (line_text (line, len, text, sizeof (text)) < 0 || strlen (text) != plen + DOCTOR_NONCE_HEX
-        || strncmp (text, MAGIC "hello ", plen) != 0 || !lower_hex (text + plen, DOCTOR_NONCE_HEX))
+        || strncmp (text, MAGIC "hello ", plen) != 0
+        || !dist_lower_hex (text + plen, DOCTOR_NONCE_HEX))
         return -1;
     memcpy (pn, text + plen, DOCTOR_NONCE_HEX + 1);
     return 0;
@@ -158,8 +139,8 @@ int doctor_proof_check (const struct doctor_key *key, const char *pn, const char
 
     if (line_text (line, len, text, sizeof (text)) < 0
         || strlen (text) != plen + DOCTOR_NONCE_HEX + 1 + DOCTOR_MAC_HEX
-        || strncmp (text, MAGIC "rank0 ", plen) != 0 || !lower_hex (p, DOCTOR_NONCE_HEX)
-        || p[DOCTOR_NONCE_HEX] != ' ' || !lower_hex (p + DOCTOR_NONCE_HEX + 1, DOCTOR_MAC_HEX))
+        || strncmp (text, MAGIC "rank0 ", plen) != 0 || !dist_lower_hex (p, DOCTOR_NONCE_HEX)
+        || p[DOCTOR_NONCE_HEX] != ' ' || !dist_lower_hex (p + DOCTOR_NONCE_HEX + 1, DOCTOR_MAC_HEX))
         return -1;
     memcpy (nonce, p, DOCTOR_NONCE_HEX);
     nonce[DOCTOR_NONCE_HEX] = '\0';
@@ -200,7 +181,7 @@ int doctor_record_header_parse (const char *line, size_t len, size_t *reclen,
     for (; text[i] >= '0' && text[i] <= '9' && n <= DOCTOR_MSG_MAX; i++)
         n = n * 10 + (size_t) (text[i] - '0');
     if (n > DOCTOR_MSG_MAX || text[i] != ' ' || strlen (text + i + 1) != DOCTOR_MAC_HEX
-        || !lower_hex (text + i + 1, DOCTOR_MAC_HEX))
+        || !dist_lower_hex (text + i + 1, DOCTOR_MAC_HEX))
         return -1;
     *reclen = n;
     memcpy (mac, text + i + 1, DOCTOR_MAC_HEX + 1);
@@ -245,7 +226,7 @@ int doctor_verdict_check (const struct doctor_key *key, const char *pn, const ch
     wlen = (size_t) (sp - text);
     if (!((wlen == 2 && memcmp (text, "ok", 2) == 0)
           || (wlen == 7 && memcmp (text, "problem", 7) == 0))
-        || strlen (sp + 1) != DOCTOR_MAC_HEX || !lower_hex (sp + 1, DOCTOR_MAC_HEX))
+        || strlen (sp + 1) != DOCTOR_MAC_HEX || !dist_lower_hex (sp + 1, DOCTOR_MAC_HEX))
         return -1;
     text[wlen] = '\0';
     verdict_head (pn, sn, text, head, sizeof (head));
