@@ -13,6 +13,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -358,8 +359,13 @@ int main (int argc, char **argv)
     struct doctor_rank self;
     struct doctor_key key;
     long start_ms = doctor_now_ms ();
+    struct rlimit nofile;
+    bool have_nofile;
     int rc;
 
+    /* rank 0 raises its descriptor limit for the ranks' connections; the
+     * program --then runs must start with the limit the task was given */
+    have_nofile = getrlimit (RLIMIT_NOFILE, &nofile) == 0;
     if (parse_options (argc, argv, &o) < 0)
         return EXIT_SETUP;
     doctor_facts_gather (&self);
@@ -376,6 +382,8 @@ int main (int argc, char **argv)
         return rc;
     /* every socket is closed by now: the command gets MASTER_PORT free */
     fflush (NULL);
+    if (have_nofile)
+        (void) setrlimit (RLIMIT_NOFILE, &nofile);
     execvp (o.then[0], o.then);
     fprintf (stderr, P "cannot run '%.200s' (--then): %s\n", o.then[0], strerror (errno));
     return 127;

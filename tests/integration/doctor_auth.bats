@@ -34,7 +34,8 @@ teardown() {
 
 # doctor RANK WORLD [VAR=VALUE...] -- ARGS...: one rank, as srun --dist-train
 # starts it on node1 (no layout unless given); its CPU seconds into
-# $CPU_FILE when set, under a file descriptor limit of $NOFILE when set.
+# $CPU_FILE when set, under a file descriptor limit of $NOFILE when set
+# (N for soft and hard, or SOFT:HARD).
 doctor() {
     local rank=$1 world=$2
     shift 2
@@ -46,7 +47,9 @@ doctor() {
     shift
     local wrap=()
     [[ -z ${CPU_FILE:-} ]] || wrap=("$TORCH_PYTHON" "$PEER" cpu "$CPU_FILE")
-    [[ -z ${NOFILE:-} ]] || wrap+=(prlimit --nofile="$NOFILE:$NOFILE")
+    local nofile=${NOFILE:-}
+    [[ -z $nofile || $nofile == *:* ]] || nofile=$nofile:$nofile
+    [[ -z $nofile ]] || wrap+=(prlimit --nofile="$nofile")
     "${wrap[@]}" env -u NCCL_SOCKET_IFNAME -u GLOO_SOCKET_IFNAME -u SLURM_STEP_NODELIST \
         -u SLURM_STEP_TASKS_PER_NODE -u SLURM_DISTRIBUTION -u SLURM_PROCID \
         DIST_TRAIN_STEP_KEY="$KEY" RANK="$rank" LOCAL_RANK="$rank" WORLD_SIZE="$world" \
@@ -211,4 +214,11 @@ wait_rank0() {
     KEY=not-hex run doctor 1 2 -- --timeout 5
     [ "$status" -eq 2 ]
     [[ $output == *"DIST_TRAIN_STEP_KEY is not 64 hex digits"* ]]
+}
+
+@test "the program after --then gets the task's descriptor limit, not rank 0's raised one" {
+    NOFILE=256:4096 run doctor 0 1 -- --timeout 5 --then sh -c 'echo "nofile $(ulimit -Sn):$(ulimit -Hn)"'
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ $output == *"nofile 256:4096"* ]]
 }
