@@ -93,10 +93,50 @@ int dist_topo_site_key (char *buf, size_t size, const char *boot_id, unsigned hw
                         unsigned long long dev, unsigned long long ino, long long file_size,
                         long long mtime_s, long mtime_ns);
 
+/* hwloc loads every plugin it finds at its first topology of the process, and the OpenCL
+ * and GL ones pull in large libraries (2.5 ms of a 2.9 ms cached load).  Its switch is this
+ * variable, read only then: a live load with I/O devices needs the PCI plugin; a site's
+ * XML file, which may hold anything XML allows, needs libxml2's; hwloc's own export (our
+ * cache, the child's answer) is read by hwloc's built-in parser. */
+#define DIST_TOPO_PLUGINS_ENV "HWLOC_PLUGINS_BLACKLIST"
+#define DIST_TOPO_PLUGINS_GPU \
+    "hwloc_gl,hwloc_opencl,hwloc_cuda,hwloc_nvml,hwloc_rsmi,hwloc_levelzero"
+#define DIST_TOPO_PLUGINS_FOR_SITE_XML DIST_TOPO_PLUGINS_GPU ",hwloc_pci"
+#define DIST_TOPO_PLUGINS_FOR_EXPORTS DIST_TOPO_PLUGINS_GPU ",hwloc_xml_libxml"
+
+/* The identity of a site's topology file, as the reading child found it (stat). */
+struct dist_topo_file_id {
+    unsigned long long dev, ino;
+    long long size, mtime_s;
+    long mtime_ns;
+};
+
+/* Whether the caller still wants hwloc's export of the file with this identity: false
+ * when it holds a current copy of its own. */
+typedef bool (*dist_topo_want_fn) (const struct dist_topo_file_id *id, void *arg);
+
+/* Run first in the reading child.  A caller that keeps hwloc's plugins loaded, with its
+ * own choice of them, lets go of them here: the child then loads those a site's XML
+ * needs (libxml2's; hwloc's built-in parser reads only what hwloc writes). */
+extern void (*dist_topo_file_child_prepare) (void);
+
+/* How long the child may take, from fork to its last byte: 30 s (tests shorten it). */
+extern int dist_topo_file_timeout_ms;
+
 /* A site's XML file read by hwloc in a child process (libdist/topofile.c), with flags as
- * dist_topo_load's: hwloc's export of what it read (malloc'ed, NUL-terminated, *len
- * without the NUL), or NULL with the reason in err: hwloc refused it, crashed on it (a
- * corrupt file), or took longer than 30 s. */
+ * dist_topo_load's.  Everything that touches the file (stat, open, read) happens in the
+ * child: a corrupt file crashes hwloc there, and a hung mount (NFS, FUSE) or a FIFO holds
+ * the child, which is killed at the deadline, not the caller.  The child first tells the
+ * file's identity; when want (if not NULL) says the caller has a current copy, it stops
+ * there and 0 is returned.  Otherwise 1, with hwloc's export of what it read in *xml
+ * (malloc'ed, NUL-terminated, *len without the NUL); or -1 with the reason in err, which
+ * names the file as "label=path": hwloc refused it, crashed on it (a corrupt file), it is
+ * not a regular file, or the child took longer than the deadline. */
+int dist_topo_read_file (const char *label, const char *path, unsigned flags,
+                         dist_topo_want_fn want, void *arg, char **xml, size_t *len, char *err,
+                         size_t errsz);
+
+/* dist_topo_read_file for dist-train-plan --topology: always the export, or NULL. */
 char *dist_topo_validate_file (const char *path, unsigned flags, size_t *len, char *err,
                                size_t errsz);
 

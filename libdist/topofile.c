@@ -1,11 +1,17 @@
 /* topofile.c - a site's topology XML file read by hwloc in a child process, so that a
- * corrupt file costs the child, not the caller (slurmstepd, or dist-train-plan).
+ * corrupt file, a hung mount or a FIFO costs the child, not the caller (slurmstepd, or
+ * dist-train-plan).
  *
  * hwloc 2.9's XML import crashes on some corrupt files (a NULL strcmp in its libxml
  * backend, a heap overflow in hwloc_bitmap_sscanf).  The child loads the file and sends
  * back hwloc's own export of what it loaded; the caller then parses only that, with the
  * same hwloc that wrote it, and keeps it sealed in the node's cache, so the site's file is
- * parsed once per change, not at every step. */
+ * parsed once per change, not at every step.  Even the stat that tells whether the file
+ * changed is the child's: on a hung NFS or FUSE mount it never returns.
+ *
+ * The two talk over a socket pair: a write to a child that died must not raise SIGPIPE
+ * in slurmstepd (send with MSG_NOSIGNAL), and the caller's "no more" is a shutdown the
+ * child reads as end of file. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +22,8 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -23,20 +31,39 @@
 #include "topo.h"
 
 #define EXPORT_MAX (64 << 20)
-#define VALIDATE_TIMEOUT_MS 30000
+#define REAP_MS 2000 /* a killed child that does not go within this is left behind */
 
-static const int fatal[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS };
+int dist_topo_file_timeout_ms = 30000;
+void (*dist_topo_file_child_prepare) (void);
 
-/* In the child: load, export, write "0" + XML or "1" + message to fd, exit. */
-static void child (int fd, const char *path, unsigned flags)
+static const int fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS};
+
+static int write_all (int fd, const char *buf, size_t len)
+{
+    size_t off = 0;
+    ssize_t n;
+
+    while (off < len) {
+        n = write (fd, buf + off, len - off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        off += (size_t) n;
+    }
+    return 0;
+}
+
+/* In the child: "I dev ino size sec nsec\n" and, when asked to go on ('L'), "0" + XML or
+ * "1" + the reason; then exit. */
+static void child (int fd, const char *path, unsigned flags, bool ask)
 {
     struct dist_topo t;
-    char err[512];
+    struct stat st;
+    char line[160], err[512];
     char *xml = NULL;
     int len = 0;
-    size_t off = 0, total;
-    ssize_t n;
-    const char *out;
+    char go = '\0';
 
     /* A crash ends this child, whatever handlers the caller had (a test framework's
      * longjmp back into the caller's code, a sanitizer's report and exit status). */
@@ -44,31 +71,47 @@ static void child (int fd, const char *path, unsigned flags)
         signal (fatal[i], SIG_DFL);
     /* And it dumps no core: that would be a copy of slurmstepd's memory, root's, left in
      * the user's working directory (or handed to the node's core collector). */
-    const struct rlimit no_core = { 0, 0 };
+    const struct rlimit no_core = {0, 0};
     (void) setrlimit (RLIMIT_CORE, &no_core);
     (void) prctl (PR_SET_DUMPABLE, 0, 0, 0, 0);
+    if (dist_topo_file_child_prepare != NULL)
+        dist_topo_file_child_prepare ();
+    /* (one thread here: the environment is this process's own to change) */
+    if (getenv (DIST_TOPO_PLUGINS_ENV) == NULL)
+        (void) setenv (DIST_TOPO_PLUGINS_ENV, DIST_TOPO_PLUGINS_FOR_SITE_XML, 1);
+    if (stat (path, &st) < 0) {
+        snprintf (err, sizeof (err), "1cannot read it: %s", strerror (errno));
+        _exit (write_all (fd, err, strlen (err)) < 0 ? 2 : 1);
+    }
+    /* a FIFO or a device would hold hwloc until the deadline, for nothing */
+    if (!S_ISREG (st.st_mode)) {
+        snprintf (err, sizeof (err), "1it is not a regular file");
+        _exit (write_all (fd, err, strlen (err)) < 0 ? 2 : 1);
+    }
+    if (ask) {
+        snprintf (line, sizeof (line), "I %llu %llu %lld %lld %ld\n",
+                  (unsigned long long) st.st_dev, (unsigned long long) st.st_ino,
+                  (long long) st.st_size, (long long) st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+        if (write_all (fd, line, strlen (line)) < 0)
+            _exit (2);
+        while (read (fd, &go, 1) < 0 && errno == EINTR)
+            ;
+        if (go != 'L')
+            _exit (0);
+    }
     err[0] = '1';
     if (dist_topo_load (&t, path, flags, err + 1, sizeof (err) - 1) < 0) {
-        out = err;
-        total = strlen (err);
-    } else if (hwloc_topology_export_xmlbuffer (t.topo, &xml, &len, 0) < 0 || len < 2) {
-        out = "1hwloc cannot export the topology it read";
-        total = strlen (out);
-    } else {
-        if (write (fd, "0", 1) != 1)
-            _exit (2);
-        out = xml;
-        total = (size_t) len - 1; /* without the NUL */
+        snprintf (err, sizeof (err), "1hwloc cannot read it as a topology");
+        _exit (write_all (fd, err, strlen (err)) < 0 ? 2 : 1);
     }
-    while (off < total) {
-        n = write (fd, out + off, total - off);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            _exit (2);
-        off += (size_t) n;
+    if (hwloc_topology_export_xmlbuffer (t.topo, &xml, &len, 0) < 0 || len < 2) {
+        snprintf (err, sizeof (err), "1hwloc cannot export the topology it read");
+        _exit (write_all (fd, err, strlen (err)) < 0 ? 2 : 1);
     }
-    _exit (out == xml ? 0 : 1);
+    /* (len counts the NUL) */
+    if (write_all (fd, "0", 1) < 0 || write_all (fd, xml, (size_t) len - 1) < 0)
+        _exit (2);
+    _exit (0);
 }
 
 static double now_ms (void)
@@ -79,102 +122,193 @@ static double now_ms (void)
     return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec / 1e6;
 }
 
-/* Everything the child writes, until EOF; NULL after the deadline or beyond EXPORT_MAX. */
-static char *read_all (int fd, size_t *len, const char **why)
+/* What the child sent so far, read without ever blocking past the deadline. */
+struct answer {
+    int fd;
+    double deadline;
+    char *buf;
+    size_t size, got;
+    bool late; /* the deadline passed */
+    const char *why; /* another failure */
+};
+
+/* Wait for and read the next bytes: 1 when some came, 0 at end of file, -1 when the
+ * deadline passed or reading failed. */
+static int more (struct answer *a)
 {
-    double deadline = now_ms () + VALIDATE_TIMEOUT_MS;
-    size_t size = 1 << 16, got = 0;
-    char *buf = malloc (size), *bigger;
-    struct pollfd p = {.fd = fd, .events = POLLIN};
+    struct pollfd p = {.fd = a->fd, .events = POLLIN};
+    char *bigger;
     ssize_t n;
     int left;
 
-    while (buf != NULL) {
-        left = (int) (deadline - now_ms ());
+    for (;;) {
+        left = (int) (a->deadline - now_ms ());
         if (left <= 0) {
-            *why = "hwloc took longer than 30 s to read it";
-            break;
+            a->late = true;
+            return -1;
         }
-        if (poll (&p, 1, left) < 0 && errno != EINTR) {
-            *why = "cannot wait for hwloc's reading of it";
-            break;
+        if (a->got + 1 >= a->size) {
+            if (a->size >= EXPORT_MAX || (bigger = realloc (a->buf, a->size * 2)) == NULL) {
+                a->why = a->size >= EXPORT_MAX ? "hwloc's export of it is larger than 64 MiB"
+                                               : "out of memory";
+                return -1;
+            }
+            a->buf = bigger;
+            a->size *= 2;
         }
-        n = read (fd, buf + got, size - got - 1);
+        /* a poll that times out or is interrupted goes round: the deadline decides */
+        if (poll (&p, 1, left) <= 0)
+            continue;
+        n = read (a->fd, a->buf + a->got, a->size - a->got - 1);
         if (n < 0 && (errno == EINTR || errno == EAGAIN))
             continue;
         if (n < 0) {
-            *why = "cannot read hwloc's answer";
-            break;
+            a->why = "cannot read hwloc's answer";
+            return -1;
         }
-        if (n == 0) {
-            buf[got] = '\0';
-            *len = got;
-            return buf;
-        }
-        got += (size_t) n;
-        if (got + 1 == size) {
-            if (size >= EXPORT_MAX || (bigger = realloc (buf, size * 2)) == NULL) {
-                *why = "hwloc's export of it is larger than 64 MiB";
-                break;
+        a->got += (size_t) n;
+        a->buf[a->got] = '\0';
+        return n > 0 ? 1 : 0;
+    }
+}
+
+/* Reap the child, which was killed or is about to exit; a child that stays (a kill not yet
+ * delivered in the kernel) is left rather than waited for. */
+static int reap (pid_t pid, int *status)
+{
+    double until = now_ms () + REAP_MS;
+    pid_t r;
+
+    for (;;) {
+        r = waitpid (pid, status, WNOHANG);
+        if (r == pid)
+            return 0;
+        if (r < 0 && errno != EINTR)
+            return -1;
+        if (now_ms () > until)
+            return -1;
+        usleep (1000);
+    }
+}
+
+/* The identity line at the start of the answer, removed from it; -1 when the child sent
+ * something else first (its reason). */
+static int take_identity (struct answer *a, struct dist_topo_file_id *id)
+{
+    char *nl;
+    size_t used;
+
+    if (a->got < 2 || a->buf[0] != 'I' || (nl = memchr (a->buf, '\n', a->got)) == NULL
+        || sscanf (a->buf, "I %llu %llu %lld %lld %ld\n", &id->dev, &id->ino, &id->size,
+                   &id->mtime_s, &id->mtime_ns)
+               != 5)
+        return -1;
+    used = (size_t) (nl - a->buf) + 1;
+    memmove (a->buf, a->buf + used, a->got - used + 1);
+    a->got -= used;
+    return 0;
+}
+
+int dist_topo_read_file (const char *label, const char *path, unsigned flags,
+                         dist_topo_want_fn want, void *arg, char **xml, size_t *len, char *err,
+                         size_t errsz)
+{
+    struct answer a = {.fd = -1};
+    struct dist_topo_file_id id;
+    int sv[2], status = 0, rc = -1, got;
+    bool reaped, killed = false, stopped = false;
+    pid_t pid;
+
+    *xml = NULL;
+    if ((a.buf = malloc (a.size = 1 << 16)) == NULL) {
+        snprintf (err, errsz, "%s=%s: out of memory", label, path);
+        return -1;
+    }
+    if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+        snprintf (err, errsz, "%s=%s: cannot start hwloc's reading of it: %s", label, path,
+                  strerror (errno));
+        free (a.buf);
+        return -1;
+    }
+    a.buf[0] = '\0';
+    a.deadline = now_ms () + dist_topo_file_timeout_ms;
+    pid = fork ();
+    if (pid < 0) {
+        snprintf (err, errsz, "%s=%s: cannot start hwloc's reading of it: %s", label, path,
+                  strerror (errno));
+        close (sv[0]);
+        close (sv[1]);
+        free (a.buf);
+        return -1;
+    }
+    if (pid == 0) {
+        close (sv[0]);
+        child (sv[1], path, flags, want != NULL);
+    }
+    close (sv[1]);
+    a.fd = sv[0];
+    (void) fcntl (a.fd, F_SETFL, O_NONBLOCK);
+    if (want != NULL) {
+        while ((got = more (&a)) > 0 && memchr (a.buf, '\n', a.got) == NULL)
+            ;
+        if (got >= 0 && take_identity (&a, &id) == 0) {
+            if (!want (&id, arg)) {
+                /* the caller's copy is current: the child reads end of file and goes */
+                shutdown (a.fd, SHUT_WR);
+                stopped = true;
+            } else if (send (a.fd, "L", 1, MSG_NOSIGNAL) != 1) {
+                a.why = "cannot start hwloc's reading of it";
             }
-            buf = bigger;
-            size *= 2;
         }
     }
-    if (buf == NULL)
-        *why = "out of memory";
-    free (buf);
-    return NULL;
+    if (!stopped && a.why == NULL && !a.late)
+        while (more (&a) > 0)
+            ;
+    close (a.fd);
+    if (a.late || a.why != NULL) {
+        kill (pid, SIGKILL);
+        killed = true;
+    }
+    reaped = reap (pid, &status) == 0;
+    if (!reaped && !killed) {
+        kill (pid, SIGKILL);
+        reaped = reap (pid, &status) == 0;
+    }
+    if (a.late) {
+        snprintf (err, errsz,
+                  "%s=%s: reading it took longer than %g s (a hung file system, or hwloc "
+                  "stuck): stopped",
+                  label, path, dist_topo_file_timeout_ms / 1000.0);
+    } else if (a.why != NULL) {
+        snprintf (err, errsz, "%s=%s: %s", label, path, a.why);
+    } else if (stopped) {
+        rc = 0;
+    } else if (reaped && WIFSIGNALED (status)) {
+        snprintf (err, errsz,
+                  "%s=%s: hwloc crashed reading it (signal %d, %s): the file is corrupt", label,
+                  path, WTERMSIG (status), strsignal (WTERMSIG (status)));
+    } else if (reaped && WIFEXITED (status) && WEXITSTATUS (status) == 0 && a.got > 1
+               && a.buf[0] == '0') {
+        /* the export without its status byte, NUL-terminated */
+        memmove (a.buf, a.buf + 1, a.got);
+        *len = a.got - 1;
+        *xml = a.buf;
+        return 1;
+    } else if (a.got > 1 && a.buf[0] == '1') {
+        snprintf (err, errsz, "%s=%s: %s", label, path, a.buf + 1);
+    } else {
+        snprintf (err, errsz, "%s=%s: hwloc's reading of it failed", label, path);
+    }
+    free (a.buf);
+    return rc;
 }
 
 char *dist_topo_validate_file (const char *path, unsigned flags, size_t *len, char *err,
                                size_t errsz)
 {
-    const char *why = NULL;
-    char *text = NULL;
-    size_t got = 0;
-    int fds[2], status = 0;
-    pid_t pid;
+    char *xml = NULL;
 
-    if (pipe2 (fds, O_CLOEXEC) < 0) {
-        snprintf (err, errsz, "topology=%s: cannot start hwloc's reading of it: %s", path,
-                  strerror (errno));
+    if (dist_topo_read_file ("topology", path, flags, NULL, NULL, &xml, len, err, errsz) != 1)
         return NULL;
-    }
-    pid = fork ();
-    if (pid < 0) {
-        snprintf (err, errsz, "topology=%s: cannot start hwloc's reading of it: %s", path,
-                  strerror (errno));
-        close (fds[0]);
-        close (fds[1]);
-        return NULL;
-    }
-    if (pid == 0) {
-        close (fds[0]);
-        child (fds[1], path, flags);
-    }
-    close (fds[1]);
-    text = read_all (fds[0], &got, &why);
-    close (fds[0]);
-    if (text == NULL)
-        kill (pid, SIGKILL);
-    while (waitpid (pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    if (WIFSIGNALED (status) && text != NULL) {
-        snprintf (err, errsz, "topology=%s: hwloc crashed reading it (signal %d, %s): the file is corrupt",
-                  path, WTERMSIG (status), strsignal (WTERMSIG (status)));
-    } else if (text == NULL) {
-        snprintf (err, errsz, "topology=%s: %s", path, why);
-    } else if (WIFEXITED (status) && WEXITSTATUS (status) == 0 && got > 1 && text[0] == '0') {
-        /* the export without its status byte, NUL-terminated */
-        memmove (text, text + 1, got);
-        *len = got - 1;
-        return text;
-    } else if (got > 1 && text[0] == '1') {
-        snprintf (err, errsz, "%s", text + 1);
-    } else {
-        snprintf (err, errsz, "topology=%s: hwloc's reading of it failed", path);
-    }
-    free (text);
-    return NULL;
+    return xml;
 }

@@ -61,7 +61,7 @@ static void print_plan (const struct dist_topo *t, const int *step_gpu,
 int main (int argc, char **argv)
 {
     const char *xml = NULL, *gpus = NULL, *cores = NULL;
-    int ntasks = 0, runs = 0, step_gpu[DIST_GPUS_MAX], nstep, i;
+    int ntasks = 0, runs = 0, step_gpu[DIST_GPUS_MAX], nstep, i, rc;
     struct dist_topo t;
     struct dist_bind_plan plan;
     hwloc_bitmap_t allowed;
@@ -94,19 +94,27 @@ int main (int argc, char **argv)
         }
         i++;
     }
-    /* A file is read by hwloc in a child first, as the plugin does: a corrupt one is named
-     * as such, not a crash of this program. */
-    if (xml != NULL) {
-        size_t len;
-        char *checked = dist_topo_validate_file (xml, DIST_TOPO_IO, &len, err, sizeof (err));
-        if (checked == NULL) {
+    /* A file is read by hwloc in a child, as the plugin does: a corrupt one is named as
+     * such, not a crash of this program; what is planned here is the child's export of
+     * it, the text slurmstepd parses (the file itself is never parsed in this process). */
+    if (xml != NULL || getenv ("HWLOC_XMLFILE") != NULL) {
+        size_t len = 0;
+        char *checked = NULL;
+        if (dist_topo_read_file (xml != NULL ? "topology" : "HWLOC_XMLFILE",
+                                 xml != NULL ? xml : getenv ("HWLOC_XMLFILE"), DIST_TOPO_IO, NULL,
+                                 NULL, &checked, &len, err, sizeof (err))
+            != 1) {
             fprintf (stderr, "dist-train-plan: %s\n", err);
             return 1;
         }
+        t0 = now_us ();
+        rc = dist_topo_load_xml (&t, checked, len + 1, DIST_TOPO_IO, err, sizeof (err));
         free (checked);
+    } else {
+        t0 = now_us ();
+        rc = dist_topo_load (&t, NULL, DIST_TOPO_IO, err, sizeof (err));
     }
-    t0 = now_us ();
-    if (dist_topo_load (&t, xml, DIST_TOPO_IO, err, sizeof (err)) < 0) {
+    if (rc < 0) {
         fprintf (stderr, "dist-train-plan: %s\n", err);
         return 1;
     }
