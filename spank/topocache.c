@@ -21,12 +21,14 @@
  * once per change, not slurmstepd at every step.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <hwloc.h>
@@ -39,6 +41,11 @@
 #endif
 #define CACHE_DIR DIST_TRAIN_CACHE_DIR
 #define CACHE_FILE_MAX (16 << 20) /* hundreds of PCI devices take ~1 MB */
+/* Two files for each slurmd of the host: a host with many (a test cluster) stays well
+ * below; more than this is not ours to add to. */
+#define CACHE_ENTRIES_MAX 512
+#define CACHE_BYTES_MAX (256 << 20)
+#define STALE_TEMP_S 60 /* a write takes milliseconds: an older temporary lost its writer */
 
 static int read_boot_id (char *id, size_t size)
 {
@@ -56,16 +63,18 @@ static int read_boot_id (char *id, size_t size)
     return 0;
 }
 
-/* One file per node name: nodes that share /run (test clusters of several
- * slurmd on one host) keep theirs apart.  kind: "topology" (the live
- * machine's) or "site-topology" (the checked copy of plugstack topology=). */
+/* One file per slurmd: nodes that share /run (several slurmd on one host) keep theirs
+ * apart.  The name is slurmd's (SLURMD_NODENAME in slurmstepd's own environment, set by
+ * slurmstepd from slurmd's configuration before any plugin runs), so only slurmd's names
+ * for its nodes are ever written.  kind: "topology" (the live machine's) or
+ * "site-topology" (the checked copy of plugstack topology= or HWLOC_XMLFILE). */
 static int cache_path (char *path, size_t size, const char *kind)
 {
-    const char *name = dist_train.node_name;
+    const char *name = getenv ("SLURMD_NODENAME");
     const char *c;
     int n;
 
-    if (name[0] == '\0' || name[0] == '.')
+    if (name == NULL || name[0] == '\0' || name[0] == '.' || strlen (name) > 64)
         return -1;
     for (c = name; *c != '\0'; c++)
         if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9')
@@ -138,37 +147,53 @@ static bool load_cache (struct dist_topo *t, bool need_io)
     return ok;
 }
 
-/* hwloc loads every plugin it finds at its first topology of the process,
- * and the OpenCL and GL ones pull in large libraries: 2.5 ms of a 2.9 ms
- * cached load here (0.2 ms without them).  A live load with I/O devices
- * needs the PCI plugin; a site's XML file, which may hold anything XML
- * allows, needs libxml2's; our own cache is read by hwloc's built-in parser,
- * which reads what hwloc writes.  slurmstepd's own environment (not the
- * tasks') carries hwloc's switch for that during our load, and gets back
- * what it had; a site's own setting is left alone. */
-#define PLUGINS_ENV "HWLOC_PLUGINS_BLACKLIST"
-#define PLUGINS_GPU "hwloc_gl,hwloc_opencl,hwloc_cuda,hwloc_nvml,hwloc_rsmi,hwloc_levelzero"
-#define PLUGINS_FOR_SITE_XML PLUGINS_GPU ",hwloc_pci"
-#define PLUGINS_FOR_LIVE_IO PLUGINS_GPU ",hwloc_xml_libxml"
-#define PLUGINS_FOR_OURS PLUGINS_GPU ",hwloc_pci,hwloc_xml_libxml"
+/* hwloc loads its plugins at the first topology of a process and unloads them with the
+ * last, reading DIST_TOPO_PLUGINS_ENV only then (libdist/topo.h).  slurmstepd parses only
+ * what hwloc wrote (our cache, the child's export) and the live machine, so it wants the
+ * PCI plugin and neither the GPU ones nor libxml2's.  Its threads already run when a
+ * plugin does, and setenv/unsetenv there can free or rewrite the array another thread's
+ * getenv is walking: so slurmstepd's environment is never changed.  Once, a copy of the
+ * array with the switch added is put in its place with one pointer store, hwloc's
+ * plugins are loaded by one topology that is kept for good (they stay loaded, and the
+ * switch is never read again), and the array is put back.  The copy is never freed: a
+ * thread may still be reading it.  A site's own setting is left alone. */
+static char **volatile environ_with_switch;
+static hwloc_topology_t plugins_holder;
 
-static char *plugins_off (const char *blacklist)
+/* In the child that reads a site's file (libdist/topofile.c): hwloc's plugins go with
+ * the last topology, and the child loads its own, libxml2's among them. */
+static void plugins_release (void)
 {
-    const char *old = getenv (PLUGINS_ENV);
-    char *saved = old != NULL ? strdup (old) : NULL;
-
-    if (old == NULL)
-        setenv (PLUGINS_ENV, blacklist, 1);
-    return saved;
+    if (plugins_holder != NULL)
+        hwloc_topology_destroy (plugins_holder);
+    plugins_holder = NULL;
 }
 
-static void plugins_back (char *saved)
+static void plugins_load_once (void)
 {
-    if (saved != NULL) {
-        free (saved);
-        return; /* the site's own setting was left alone */
+    size_t n = 0, i;
+    char **orig = environ, **copy;
+
+    if (plugins_holder != NULL)
+        return;
+    dist_topo_file_child_prepare = plugins_release;
+    if (getenv (DIST_TOPO_PLUGINS_ENV) != NULL || orig == NULL) {
+        (void) hwloc_topology_init (&plugins_holder);
+        return;
     }
-    unsetenv (PLUGINS_ENV);
+    while (orig[n] != NULL)
+        n++;
+    if ((copy = calloc (n + 2, sizeof (*copy))) == NULL)
+        return;
+    for (i = 0; i < n; i++)
+        copy[i] = orig[i];
+    copy[n] = (char *) DIST_TOPO_PLUGINS_ENV "=" DIST_TOPO_PLUGINS_FOR_EXPORTS;
+    environ_with_switch = copy;
+    __atomic_store_n (&environ, copy, __ATOMIC_SEQ_CST);
+    (void) hwloc_topology_init (&plugins_holder);
+    /* (unless another thread replaced the array meanwhile: then it is theirs) */
+    (void) __atomic_compare_exchange_n (&environ, &copy, orig, false, __ATOMIC_SEQ_CST,
+                                        __ATOMIC_SEQ_CST);
 }
 
 /* The checked copy of the site's file that this step made, for local rank 0's task to
@@ -178,20 +203,6 @@ static struct {
     size_t len;
     char key[DIST_TOPO_CACHE_KEY_MAX];
 } site_copy;
-
-/* The key the checked copy of plugstack topology= must have now. */
-static int site_key (char *key, size_t size)
-{
-    char boot[64];
-    struct stat st;
-
-    if (read_boot_id (boot, sizeof (boot)) < 0 || stat (dist_train.cfg.topology, &st) < 0)
-        return -1;
-    return dist_topo_site_key (key, size, boot, hwloc_get_api_version (),
-                               (unsigned long long) st.st_dev, (unsigned long long) st.st_ino,
-                               (long long) st.st_size, (long long) st.st_mtim.tv_sec,
-                               st.st_mtim.tv_nsec);
-}
 
 static bool load_site_copy (struct dist_topo *t, const char *want)
 {
@@ -215,76 +226,82 @@ static bool load_site_copy (struct dist_topo *t, const char *want)
     return ok;
 }
 
-/* plugstack topology=FILE: the checked copy when it is this file's, else the file read
- * by hwloc in a child process (a corrupt file crashes hwloc's XML import; it must not
- * crash slurmstepd), and hwloc's export of it parsed here. */
-static enum topo_source load_site_file (struct dist_topo *t, char *err, size_t errsz)
-{
-    char key[DIST_TOPO_CACHE_KEY_MAX], why[DIST_ERR_MAX];
-    enum topo_source source = TOPO_NONE;
-    bool have_key = site_key (key, sizeof (key)) == 0;
-    size_t len = 0;
-    char *saved, *xml;
+/* What the reading child's stat of the site's file decides: the checked copy, when it is
+ * this very file's, loaded into t; else the key a new copy gets. */
+struct site_read {
+    struct dist_topo *t;
+    bool have_key, from_copy;
+    char key[DIST_TOPO_CACHE_KEY_MAX];
+};
 
-    saved = plugins_off (PLUGINS_FOR_OURS);
-    if (have_key && load_site_copy (t, key))
-        source = TOPO_SITE_COPY;
-    plugins_back (saved);
-    if (source != TOPO_NONE)
-        return source;
-    saved = plugins_off (PLUGINS_FOR_SITE_XML);
-    xml = dist_topo_validate_file (dist_train.cfg.topology, DIST_TOPO_IO, &len, why, sizeof (why));
-    plugins_back (saved);
-    if (xml == NULL) {
+static bool site_export_wanted (const struct dist_topo_file_id *id, void *arg)
+{
+    struct site_read *r = arg;
+    char boot[64];
+
+    r->have_key = read_boot_id (boot, sizeof (boot)) == 0
+                  && dist_topo_site_key (r->key, sizeof (r->key), boot, hwloc_get_api_version (),
+                                         id->dev, id->ino, id->size, id->mtime_s, id->mtime_ns)
+                         == 0;
+    r->from_copy = r->have_key && load_site_copy (r->t, r->key);
+    return !r->from_copy;
+}
+
+/* plugstack topology=FILE, or hwloc's HWLOC_XMLFILE from slurmd's environment: the
+ * checked copy when it is this file's, else hwloc's export of the file from a child
+ * (libdist/topofile.c: a corrupt file crashes hwloc's XML import, a hung mount never
+ * answers; neither must hold slurmstepd), parsed here. */
+static enum topo_source load_site_file (struct dist_topo *t, const char *label, const char *file,
+                                        char *err, size_t errsz)
+{
+    struct site_read r = {.t = t};
+    char why[DIST_ERR_MAX];
+    size_t len = 0;
+    char *xml = NULL;
+    int got;
+
+    got = dist_topo_read_file (label, file, DIST_TOPO_IO, site_export_wanted, &r, &xml, &len, why,
+                               sizeof (why));
+    if (got == 0)
+        return r.from_copy ? TOPO_SITE_COPY : TOPO_NONE;
+    if (got < 0) {
+        if (r.from_copy)
+            dist_topo_destroy (t);
         snprintf (err, errsz, "%s (check it with dist-train-plan --topology)", why);
         return TOPO_NONE;
     }
-    saved = plugins_off (PLUGINS_FOR_OURS);
-    if (dist_topo_load_xml (t, xml, len + 1, DIST_TOPO_IO, err, errsz) == 0)
-        source = TOPO_SITE_FILE;
-    plugins_back (saved);
-    if (source != TOPO_NONE && have_key) {
+    if (dist_topo_load_xml (t, xml, len + 1, DIST_TOPO_IO, err, errsz) < 0) {
+        free (xml);
+        return TOPO_NONE;
+    }
+    if (r.have_key) {
         free (site_copy.xml);
         site_copy.xml = xml;
         site_copy.len = len;
-        snprintf (site_copy.key, sizeof (site_copy.key), "%s", key);
+        snprintf (site_copy.key, sizeof (site_copy.key), "%s", r.key);
     } else {
         free (xml);
     }
-    return source;
+    return TOPO_SITE_FILE;
 }
 
 enum topo_source dist_train_topology_load (struct dist_topo *t, bool need_io, char *err,
                                            size_t errsz)
 {
-    enum topo_source source = TOPO_NONE;
-    char *saved;
+    const char *xmlfile = getenv ("HWLOC_XMLFILE");
 
+    plugins_load_once ();
     if (dist_train.cfg.topology[0] != '\0')
-        return load_site_file (t, err, errsz);
-    if (getenv ("HWLOC_XMLFILE") != NULL) {
-        /* (hwloc reads HWLOC_XMLFILE, from slurmd's environment, itself) */
-        saved = plugins_off (PLUGINS_FOR_SITE_XML);
-        if (dist_topo_load (t, dist_train.cfg.topology, DIST_TOPO_IO, err, errsz) == 0)
-            source = TOPO_SITE_FILE;
-        plugins_back (saved);
-        return source;
-    }
-    saved = plugins_off (PLUGINS_FOR_OURS);
+        return load_site_file (t, "topology", dist_train.cfg.topology, err, errsz);
+    if (xmlfile != NULL && xmlfile[0] != '\0')
+        return load_site_file (t, "HWLOC_XMLFILE", xmlfile, err, errsz);
     if (load_cache (t, need_io))
-        source = TOPO_CACHE;
-    plugins_back (saved);
-    if (source != TOPO_NONE)
-        return source;
-    /* the machine itself; PCI discovery only for GPUs or NICs to place
-     * (hwloc unloads its plugins with its last topology, and reads the
-     * switch again at the next) */
-    saved = plugins_off (need_io ? PLUGINS_FOR_LIVE_IO : PLUGINS_FOR_OURS);
+        return TOPO_CACHE;
+    /* the machine itself; PCI discovery only for GPUs or NICs to place */
     if (dist_topo_load (t, NULL, DIST_TOPO_WHOLE_MACHINE | (need_io ? DIST_TOPO_IO : 0), err, errsz)
         == 0)
-        source = need_io ? TOPO_LIVE_IO : TOPO_LIVE;
-    plugins_back (saved);
-    return source;
+        return need_io ? TOPO_LIVE_IO : TOPO_LIVE;
+    return TOPO_NONE;
 }
 
 /* Write buf and then seal into path through a temporary file in the same
@@ -332,23 +349,93 @@ fail:
     return -1;
 }
 
+/* The cache directory, root's and searchable by everyone (every user's steps read it),
+ * as an open descriptor; -1 when nothing may be written there.  Local rank 0's task makes
+ * it with the job user's umask: its mode is set, not left to that. */
+static int cache_dir (void)
+{
+    struct stat st;
+    bool made;
+    int fd;
+
+    made = mkdir (CACHE_DIR, 0755) == 0;
+    if (!made && errno != EEXIST)
+        return -1;
+    if ((fd = open (CACHE_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+        return -1;
+    if (made)
+        (void) fchmod (fd, 0755);
+    if (fstat (fd, &st) < 0 || st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+        close (fd);
+        return -1;
+    }
+    if (!(st.st_mode & S_IXOTH)) {
+        slurm_info ("%s: %s has mode %04o, which other users cannot search: their steps would "
+                    "never read the topology cache, so nothing is written there; chmod 755 it "
+                    "(the package's tmpfiles.d makes it so at boot)",
+                    PLUGIN_NAME, CACHE_DIR, (unsigned) (st.st_mode & 07777));
+        close (fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Remove the temporaries of writers that died between creating and renaming them, and
+ * say whether the directory may take name's file of len bytes (it replaces a file of that
+ * name): at most CACHE_ENTRIES_MAX files and CACHE_BYTES_MAX bytes in all. */
+static bool cache_has_room (int dfd, const char *name, size_t len)
+{
+    unsigned long long bytes = len;
+    time_t now = time (NULL);
+    size_t entries = 1;
+    struct dirent *de;
+    struct stat st;
+    int fd;
+    DIR *d;
+
+    if (len > CACHE_FILE_MAX || (fd = dup (dfd)) < 0)
+        return false;
+    if ((d = fdopendir (fd)) == NULL) {
+        close (fd);
+        return false;
+    }
+    while ((de = readdir (d)) != NULL) {
+        if (strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0
+            || strcmp (de->d_name, name) == 0
+            || fstatat (dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+            continue;
+        if (strncmp (de->d_name, ".topology-", 10) == 0 && S_ISREG (st.st_mode) && st.st_uid == 0
+            && now - st.st_mtime > STALE_TEMP_S && unlinkat (dfd, de->d_name, 0) == 0)
+            continue;
+        entries++;
+        if (S_ISREG (st.st_mode))
+            bytes += (unsigned long long) st.st_size;
+    }
+    closedir (d);
+    if (entries <= CACHE_ENTRIES_MAX && bytes <= CACHE_BYTES_MAX)
+        return true;
+    slurm_info ("%s: %s holds %zu files of %llu MiB with %s, more than the %d files of %d MiB "
+                "it may: not written (its files are remade after a reboot; remove what "
+                "nodes of this host no longer need)",
+                PLUGIN_NAME, CACHE_DIR, entries, bytes >> 20, name, CACHE_ENTRIES_MAX,
+                CACHE_BYTES_MAX >> 20);
+    return false;
+}
+
 /* As root: len bytes of xml sealed with key into the cache file of kind. */
 static void save_sealed (const char *kind, const char *xml, size_t len, const char *key)
 {
     char path[256], seal[DIST_TOPO_CACHE_KEY_MAX + 128];
-    struct stat st;
+    int dfd;
 
-    if (geteuid () != 0 || cache_path (path, sizeof (path), kind) < 0)
+    if (geteuid () != 0 || len == 0 || cache_path (path, sizeof (path), kind) < 0
+        || (dfd = cache_dir ()) < 0)
         return;
-    if (mkdir (CACHE_DIR, 0755) < 0 && errno != EEXIST)
-        return;
-    /* root's own directory, or nothing is written there */
-    if (lstat (CACHE_DIR, &st) < 0 || !S_ISDIR (st.st_mode) || st.st_uid != 0
-        || (st.st_mode & (S_IWGRP | S_IWOTH)))
-        return;
-    if (len > 0 && dist_topo_cache_seal (xml, len, key, seal, sizeof (seal)) == 0
+    if (cache_has_room (dfd, strrchr (path, '/') + 1, len)
+        && dist_topo_cache_seal (xml, len, key, seal, sizeof (seal)) == 0
         && write_atomically (path, xml, len, seal) < 0)
         slurm_verbose ("%s: cannot write the topology cache %s: %m", PLUGIN_NAME, path);
+    close (dfd);
 }
 
 void dist_train_topology_save (struct dist_topo *t, bool io)

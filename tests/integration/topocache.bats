@@ -57,6 +57,14 @@ cache_key() {
     [[ -z $(find "$CACHE_DIR" -name '.topology-*') ]]
 }
 
+@test "the job user's umask 077 does not make the cache directory private" {
+    rm -f "$CACHE_DIR"/* "$CACHE_DIR"/.topology-*
+    rmdir "$CACHE_DIR"
+    [[ $(umask 077 && source_of node1 -N1 -n1 -w node1) == "live, without I/O devices" ]]
+    [[ $(stat -c '%U %a' "$CACHE_DIR") == "root 755" ]]
+    [[ $(stat -c '%U %a' "$CACHE_DIR/topology-node1.xml") == "root 644" ]]
+}
+
 @test "a corrupt cache is ignored and rewritten" {
     source_of node1 -N1 -n1 -w node1 >/dev/null
     head -c 300 "$CACHE_DIR/topology-node1.xml" > "$BATS_TEST_TMPDIR/cut"

@@ -1,5 +1,8 @@
-/* test_topocache.c - the node's topology cache (spank/topocache.c) holds the
- * whole machine, whatever cpuset the step that saves it runs in.
+/* test_topocache.c - the node's topology cache (spank/topocache.c): it holds
+ * the whole machine, whatever cpuset the step that saves it runs in; root
+ * writes only slurmd's own name for the node, into a directory of a set mode
+ * and a bounded size; and a site's file is never touched by the caller, so
+ * that a hung mount or a FIFO cannot hold slurmstepd past the deadline.
  *
  * In slurmstepd, the first step after a boot loads the live machine inside
  * its own cpuset and saves it for every later step.  Here a child is put in
@@ -11,7 +14,9 @@
  * where the host has cgroup v2 with the cpuset controller enabled there; it
  * is removed after each case, also when the case fails.  The cache directory
  * is a tmpfs over /run in a private mount namespace: the host's caches are
- * never touched.  Needs root and two CPUs: skipped (77) without. */
+ * never touched.  A hung mount is a FUSE file system that never answers
+ * (/dev/fuse opened, mounted, never read), in the same namespace.  Needs
+ * root: skipped (77) without; the cpuset case also needs two CPUs. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -25,7 +30,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/mount.h>
+#include <sys/time.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -43,10 +50,27 @@ void slurm_verbose (const char *format, ...)
     (void) format;
 }
 
+/* What the plugin last told the node's log at info level. */
+static char logged[1024];
+
+void slurm_info (const char *format, ...)
+{
+    va_list ap;
+
+    va_start (ap, format);
+    vsnprintf (logged, sizeof (logged), format, ap);
+    va_end (ap);
+}
+
+#define CACHE "/run/slurm-dist-train"
+#define OURS CACHE "/topology-testnode.xml"
+
 #define CPUSET_V1 "/sys/fs/cgroup/cpuset"
 #define CGROUP_V2 "/sys/fs/cgroup"
 
 static struct {
+    bool usable;           /* a cpuset can be made, and there are two CPUs */
+    char why[256];         /* else why not */
     char parent[PATH_MAX]; /* the cpuset the test runs in */
     char dir[PATH_MAX + 64]; /* the one-CPU cpuset the test makes */
     const char *procs;     /* "tasks" (v1) or "cgroup.procs" (v2) */
@@ -131,6 +155,8 @@ static int setup_cpuset (void **state)
     cpu_set_t mask;
 
     (void) state;
+    if (!cg.usable)
+        return 0;
     if (sched_getaffinity (0, sizeof (mask), &mask) < 0)
         return -1;
     for (cg.cpu = 0; cg.cpu < CPU_SETSIZE && !CPU_ISSET (cg.cpu, &mask); cg.cpu++)
@@ -196,7 +222,7 @@ static int child_saves_cache (void)
         return CHILD_LOAD;
     dist_train_topology_save (&t, false);
     dist_topo_destroy (&t);
-    if (access ("/run/slurm-dist-train/topology-testnode.xml", F_OK) < 0)
+    if (access (OURS, F_OK) < 0)
         return CHILD_SAVE;
     return CHILD_OK;
 }
@@ -212,6 +238,8 @@ static void test_cache_saved_in_a_cpuset_holds_every_cpu (void **state)
     pid_t pid;
 
     (void) state;
+    if (!cg.usable)
+        skip ();
     pid = fork ();
     assert_true (pid >= 0);
     if (pid == 0)
@@ -241,33 +269,357 @@ static void test_cache_saved_in_a_cpuset_holds_every_cpu (void **state)
         fail_msg ("the cache saved in cpuset %d does not allow every CPU", cg.cpu);
 }
 
+/* Every file under the cache directory but name, printed; how many. */
+static int others_in_cache (const char *name)
+{
+    struct dirent *de;
+    int n = 0;
+    DIR *d = opendir (CACHE);
+
+    if (d == NULL)
+        return 0;
+    while ((de = readdir (d)) != NULL)
+        if (strcmp (de->d_name, ".") != 0 && strcmp (de->d_name, "..") != 0
+            && strcmp (de->d_name, name) != 0) {
+            print_message ("  in the cache directory: %s\n", de->d_name);
+            n++;
+        }
+    closedir (d);
+    return n;
+}
+
+static void empty_cache (void)
+{
+    struct dirent *de;
+    char path[PATH_MAX];
+    DIR *d = opendir (CACHE);
+
+    if (d == NULL)
+        return;
+    while ((de = readdir (d)) != NULL)
+        if (de->d_name[0] != '.' || (strcmp (de->d_name, ".") && strcmp (de->d_name, ".."))) {
+            snprintf (path, sizeof (path), "%s/%s", CACHE, de->d_name);
+            unlink (path);
+        }
+    closedir (d);
+    rmdir (CACHE);
+}
+
+/* As local rank 0's task does: load the live machine, save it. */
+static void load_and_save (void)
+{
+    char err[DIST_ERR_MAX];
+    struct dist_topo t;
+
+    assert_int_not_equal (dist_train_topology_load (&t, false, err, sizeof (err)), TOPO_NONE);
+    dist_train_topology_save (&t, false);
+    dist_topo_destroy (&t);
+}
+
+static int fresh_cache (void **state)
+{
+    (void) state;
+    empty_cache ();
+    logged[0] = '\0';
+    dist_train.cfg.topology[0] = '\0';
+    unsetenv ("HWLOC_XMLFILE");
+    return 0;
+}
+
+/* slurmstepd's environment is shared by its threads: a load never rewrites or frees the
+ * array (setenv/unsetenv do), yet hwloc's GPU plugins stay out.  First of all cases, so
+ * that it sees this process's first topology. */
+static void test_environment_never_written (void **state)
+{
+    char **before = environ, **copy, line[512], err[DIST_ERR_MAX];
+    struct dist_topo t;
+    bool opencl = false;
+    size_t n = 0, i;
+    FILE *maps;
+
+    (void) state;
+    while (before[n] != NULL)
+        n++;
+    copy = calloc (n + 1, sizeof (*copy));
+    assert_non_null (copy);
+    memcpy (copy, before, n * sizeof (*copy));
+    assert_int_not_equal (dist_train_topology_load (&t, false, err, sizeof (err)), TOPO_NONE);
+    /* (the plugins are loaded while t lives) */
+    assert_non_null (maps = fopen ("/proc/self/maps", "re"));
+    while (fgets (line, sizeof (line), maps) != NULL)
+        opencl = opencl || strstr (line, "hwloc_opencl") != NULL;
+    fclose (maps);
+    dist_topo_destroy (&t);
+    if (environ != before)
+        fail_msg ("the load replaced the environment's array (setenv in slurmstepd)");
+    for (i = 0; i <= n; i++)
+        if (before[i] != copy[i])
+            fail_msg ("the load changed entry %zu of the environment's array in place", i);
+    free (copy);
+    assert_null (getenv (DIST_TOPO_PLUGINS_ENV));
+    assert_false (opencl);
+}
+
+/* The file is named after slurmd's name for the node, never the step's (the user's). */
+static void test_cache_named_by_slurmd (void **state)
+{
+    (void) state;
+    snprintf (dist_train.node_name, sizeof (dist_train.node_name), "user-chosen-name");
+    load_and_save ();
+    assert_int_equal (access (OURS, F_OK), 0);
+    assert_int_equal (others_in_cache ("topology-testnode.xml"), 0);
+    /* and without slurmd's name nothing is written */
+    empty_cache ();
+    unsetenv ("SLURMD_NODENAME");
+    load_and_save ();
+    setenv ("SLURMD_NODENAME", "testnode", 1);
+    assert_int_equal (others_in_cache (""), 0);
+}
+
+/* The task that makes the directory has the job user's umask: the mode is set anyway. */
+static void test_cache_dir_mode_is_not_the_umask (void **state)
+{
+    struct stat st;
+    mode_t old = umask (077);
+
+    (void) state;
+    load_and_save ();
+    umask (old);
+    assert_int_equal (stat (CACHE, &st), 0);
+    assert_int_equal (st.st_mode & 07777, 0755);
+    assert_int_equal (stat (OURS, &st), 0);
+    assert_int_equal (st.st_mode & 07777, 0644);
+}
+
+/* A directory others cannot search is no cache for their steps: nothing is written, and
+ * the node's log says why. */
+static void test_cache_dir_others_cannot_search (void **state)
+{
+    (void) state;
+    assert_int_equal (mkdir (CACHE, 0700), 0);
+    assert_int_equal (chmod (CACHE, 0700), 0);
+    load_and_save ();
+    assert_int_equal (access (OURS, F_OK), -1);
+    assert_non_null (strstr (logged, "mode 0700, which other users cannot search"));
+}
+
+static void make_file (const char *name, time_t age)
+{
+    char path[PATH_MAX];
+    struct timeval tv[2];
+    int fd;
+
+    snprintf (path, sizeof (path), "%s/%s", CACHE, name);
+    assert_true ((fd = open (path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)) >= 0);
+    close (fd);
+    gettimeofday (&tv[0], NULL);
+    tv[0].tv_sec -= age;
+    tv[1] = tv[0];
+    assert_int_equal (utimes (path, tv), 0);
+}
+
+/* A writer killed between making its temporary file and renaming it left the file: the
+ * next writer removes it, and leaves alone one that is being written now. */
+static void test_stale_temporaries_removed (void **state)
+{
+    (void) state;
+    assert_int_equal (mkdir (CACHE, 0755), 0);
+    make_file (".topology-Old123", 3600);
+    make_file (".topology-New456", 0);
+    load_and_save ();
+    assert_int_equal (access (OURS, F_OK), 0);
+    assert_int_equal (access (CACHE "/.topology-Old123", F_OK), -1);
+    assert_int_equal (access (CACHE "/.topology-New456", F_OK), 0);
+}
+
+/* The directory is held in memory until reboot: past its bound nothing more is added. */
+static void test_cache_dir_bounded (void **state)
+{
+    char name[64];
+
+    (void) state;
+    assert_int_equal (mkdir (CACHE, 0755), 0);
+    for (int i = 0; i < 512; i++) {
+        snprintf (name, sizeof (name), "topology-other%d.xml", i);
+        make_file (name, 0);
+    }
+    load_and_save ();
+    assert_int_equal (access (OURS, F_OK), -1);
+    assert_non_null (strstr (logged, "more than the 512 files"));
+    /* one fewer, and it is written */
+    assert_int_equal (unlink (CACHE "/topology-other0.xml"), 0);
+    load_and_save ();
+    assert_int_equal (access (OURS, F_OK), 0);
+}
+
+/* A FUSE file system that never answers, mounted on dir: every look-up under it waits. */
+static int hung_fd = -1;
+
+static bool mount_hung (const char *dir)
+{
+    char opts[128];
+
+    (void) mkdir (dir, 0755);
+    if ((hung_fd = open ("/dev/fuse", O_RDWR | O_CLOEXEC)) < 0)
+        return false;
+    snprintf (opts, sizeof (opts), "fd=%d,rootmode=40000,user_id=0,group_id=0", hung_fd);
+    if (mount ("dist-train-hung", dir, "fuse", MS_NOSUID | MS_NODEV, opts) < 0) {
+        close (hung_fd);
+        hung_fd = -1;
+        return false;
+    }
+    return true;
+}
+
+/* Closing the device aborts the connection: waiters get ENOTCONN, and it unmounts. */
+static void unmount_hung (const char *dir)
+{
+    if (hung_fd >= 0)
+        close (hung_fd);
+    hung_fd = -1;
+    (void) umount2 (dir, MNT_DETACH);
+    (void) rmdir (dir);
+}
+
+static double now_s (void)
+{
+    struct timespec ts;
+
+    clock_gettime (CLOCK_MONOTONIC, &ts);
+    return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+/* A load that must end by the deadline (0.5 s here): a load that blocks is ended by
+ * alarm, which fails the test.  The source and the message. */
+static enum topo_source bounded_load (char *err, size_t errsz, double *took)
+{
+    struct dist_topo t;
+    enum topo_source source;
+    double t0 = now_s ();
+
+    dist_topo_file_timeout_ms = 500;
+    alarm (20);
+    source = dist_train_topology_load (&t, true, err, errsz);
+    alarm (0);
+    *took = now_s () - t0;
+    if (source != TOPO_NONE)
+        dist_topo_destroy (&t);
+    dist_topo_file_timeout_ms = 30000;
+    return source;
+}
+
+/* plugstack topology= on a hung mount: even the stat that checks the cached copy is the
+ * child's, and the child is stopped at the deadline. */
+static void test_site_file_on_a_hung_mount (void **state)
+{
+    char err[DIST_ERR_MAX];
+    double took;
+
+    (void) state;
+    if (!mount_hung ("/run/hung"))
+        skip ();
+    snprintf (dist_train.cfg.topology, sizeof (dist_train.cfg.topology), "/run/hung/node.xml");
+    assert_int_equal (bounded_load (err, sizeof (err), &took), TOPO_NONE);
+    unmount_hung ("/run/hung");
+    print_message ("  %.2f s: %s\n", took, err);
+    assert_true (took < 5);
+    assert_non_null (strstr (err, "topology=/run/hung/node.xml: reading it took longer than 0.5 s"));
+}
+
+/* hwloc's HWLOC_XMLFILE in slurmd's environment goes through the same child. */
+static void test_hwloc_xmlfile_on_a_hung_mount (void **state)
+{
+    char err[DIST_ERR_MAX];
+    double took;
+
+    (void) state;
+    if (!mount_hung ("/run/hung"))
+        skip ();
+    setenv ("HWLOC_XMLFILE", "/run/hung/node.xml", 1);
+    assert_int_equal (bounded_load (err, sizeof (err), &took), TOPO_NONE);
+    unsetenv ("HWLOC_XMLFILE");
+    unmount_hung ("/run/hung");
+    print_message ("  %.2f s: %s\n", took, err);
+    assert_true (took < 5);
+    assert_non_null (strstr (err, "HWLOC_XMLFILE=/run/hung/node.xml: reading it took longer"));
+}
+
+/* A FIFO that nobody writes: refused at once, not waited on. */
+static void test_site_file_fifo (void **state)
+{
+    char err[DIST_ERR_MAX];
+    double took;
+
+    (void) state;
+    assert_int_equal (mkfifo ("/run/dist-train-test.fifo", 0600), 0);
+    snprintf (dist_train.cfg.topology, sizeof (dist_train.cfg.topology),
+              "/run/dist-train-test.fifo");
+    assert_int_equal (bounded_load (err, sizeof (err), &took), TOPO_NONE);
+    unlink ("/run/dist-train-test.fifo");
+    print_message ("  %.2f s: %s\n", took, err);
+    assert_true (took < 5);
+    assert_non_null (strstr (err, "topology=/run/dist-train-test.fifo: it is not a regular file"));
+}
+
+/* HWLOC_XMLFILE read once in the child, then from the checked copy root saved. */
+static void test_hwloc_xmlfile_checked_copy (void **state)
+{
+    const char *dir = getenv ("TOPOLOGY_DIR");
+    char err[DIST_ERR_MAX], xml[PATH_MAX];
+    struct dist_topo t;
+
+    (void) state;
+    snprintf (xml, sizeof (xml), "%s/minicluster-4gpu.xml", dir != NULL ? dir : "tests/topologies");
+    setenv ("HWLOC_XMLFILE", xml, 1);
+    if (dist_train_topology_load (&t, true, err, sizeof (err)) != TOPO_SITE_FILE)
+        fail_msg ("HWLOC_XMLFILE=%s: %s", xml, err);
+    assert_int_equal (t.ngpus, 4);
+    dist_topo_destroy (&t);
+    dist_train_topology_save_site ();
+    assert_int_equal (access (CACHE "/site-topology-testnode.xml", F_OK), 0);
+    assert_int_equal (dist_train_topology_load (&t, true, err, sizeof (err)), TOPO_SITE_COPY);
+    assert_int_equal (t.ngpus, 4);
+    dist_topo_destroy (&t);
+    unsetenv ("HWLOC_XMLFILE");
+}
+
 int main (void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup (test_environment_never_written, fresh_cache),
         cmocka_unit_test_setup_teardown (test_cache_saved_in_a_cpuset_holds_every_cpu,
                                          setup_cpuset, teardown_cpuset),
+        cmocka_unit_test_setup (test_cache_named_by_slurmd, fresh_cache),
+        cmocka_unit_test_setup (test_cache_dir_mode_is_not_the_umask, fresh_cache),
+        cmocka_unit_test_setup (test_cache_dir_others_cannot_search, fresh_cache),
+        cmocka_unit_test_setup (test_stale_temporaries_removed, fresh_cache),
+        cmocka_unit_test_setup (test_cache_dir_bounded, fresh_cache),
+        cmocka_unit_test_setup (test_site_file_on_a_hung_mount, fresh_cache),
+        cmocka_unit_test_setup (test_hwloc_xmlfile_on_a_hung_mount, fresh_cache),
+        cmocka_unit_test_setup (test_site_file_fifo, fresh_cache),
+        cmocka_unit_test_setup (test_hwloc_xmlfile_checked_copy, fresh_cache),
     };
-    char why[256];
     cpu_set_t mask;
 
     if (geteuid () != 0) {
-        printf ("SKIP: needs root (to make a cpuset cgroup)\n");
+        printf ("SKIP: needs root (to make a cpuset cgroup, and its own /run)\n");
         return 77;
     }
-    if (sched_getaffinity (0, sizeof (mask), &mask) < 0 || CPU_COUNT (&mask) < 2) {
-        printf ("SKIP: needs two CPUs (one for the cpuset, one outside)\n");
-        return 77;
-    }
-    if (find_cpuset (why, sizeof (why)) < 0) {
-        printf ("SKIP: %s\n", why);
-        return 77;
-    }
+    if (sched_getaffinity (0, sizeof (mask), &mask) < 0 || CPU_COUNT (&mask) < 2)
+        snprintf (cg.why, sizeof (cg.why), "needs two CPUs (one for the cpuset, one outside)");
+    else if (find_cpuset (cg.why, sizeof (cg.why)) == 0)
+        cg.usable = true;
+    if (!cg.usable)
+        printf ("the cpuset case is skipped: %s\n", cg.why);
     /* the cache directory, /run/slurm-dist-train, on a tmpfs of this test's own */
     if (unshare (CLONE_NEWNS) < 0 || mount (NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0
         || mount ("dist-train-test", "/run", "tmpfs", 0, "mode=0755,size=16m") < 0) {
         printf ("SKIP: cannot mount a private /run: %s\n", strerror (errno));
         return 77;
     }
-    snprintf (dist_train.node_name, sizeof (dist_train.node_name), "testnode");
+    /* slurmd's name for the node, as slurmstepd's own environment carries it */
+    setenv ("SLURMD_NODENAME", "testnode", 1);
+    unsetenv ("HWLOC_XMLFILE");
+    unsetenv (DIST_TOPO_PLUGINS_ENV);
     return cmocka_run_group_tests (tests, NULL, NULL);
 }
