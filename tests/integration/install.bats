@@ -65,6 +65,10 @@ setup() {
         dpkg -L slurm-dist-train | grep -q "/man/man[18]/$page\.gz$"
     done
     dpkg -L libdtshim-dev | grep -q '/man/man3/dtshim\.3\.gz$'
+    # the topology cache's directory: made at boot (and by the install) with its mode
+    dpkg -L slurm-dist-train | grep -qx /usr/lib/tmpfiles.d/slurm-dist-train.conf
+    grep -qx 'd /run/slurm-dist-train 0755 root root -' /usr/lib/tmpfiles.d/slurm-dist-train.conf
+    grep -q 'systemd-tmpfiles.*slurm-dist-train.conf' /var/lib/dpkg/info/slurm-dist-train.postinst
 }
 
 @test "srun --dist-train on the installed plugin: the DDP example trains on 2 nodes" {

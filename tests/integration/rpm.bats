@@ -82,7 +82,7 @@ has_file() {
         /usr/bin/dist-train-restart /usr/share/slurm-dist-train/dist-train.conf \
         /usr/share/man/man8/dist-train.8 /usr/share/man/man1/dist-train-doctor.1 \
         /usr/share/man/man1/dist-train-plan.1 /usr/share/man/man1/dist-train-restart.1 \
-        /usr/share/licenses/slurm-dist-train-"$VERSION"/LICENSE; do
+        /usr/lib/tmpfiles.d/slurm-dist-train.conf /usr/share/licenses/slurm-dist-train-"$VERSION"/LICENSE; do
         has_file "$files" "$f"
     done
     # nothing in /etc: the snippet is enabled by the admin, and it loads this package's plugin
