@@ -2,7 +2,7 @@
  * a node, from its live topology or an XML file, and time it.
  *
  *   dist-train-plan [--topology FILE] [--tasks N] [--gpus LIST] [--cores LIST]
- *                   [--bench RUNS]
+ *                   [--bench RUNS] [--timeout SECONDS]
  *
  * --gpus is Slurm's global GPU index list (default: all GPUs), --cores
  * Slurm's core list (default: every core).  An admin can check a site's
@@ -26,7 +26,7 @@ static double now_us (void)
 static void usage (FILE *f)
 {
     fprintf (f, "usage: dist-train-plan [--topology FILE] [--tasks N] [--gpus LIST] "
-                "[--cores LIST] [--bench RUNS]\n");
+                "[--cores LIST] [--bench RUNS] [--timeout SECONDS]\n");
 }
 
 static void print_plan (const struct dist_topo *t, const int *step_gpu,
@@ -88,7 +88,18 @@ int main (int argc, char **argv)
             cores = v;
         else if (strcmp (a, "--bench") == 0)
             runs = atoi (v);
-        else {
+        else if (strcmp (a, "--timeout") == 0) {
+            char *end;
+            long sec = strtol (v, &end, 10);
+            if (end == v || *end != '\0' || sec < 1 || sec > 3600) {
+                fprintf (stderr,
+                         "dist-train-plan: --timeout %s: expected whole seconds, 1 to "
+                         "3600\n",
+                         v);
+                return 2;
+            }
+            dist_topo_file_timeout_ms = (int) sec * 1000;
+        } else {
             usage (stderr);
             return 2;
         }
