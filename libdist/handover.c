@@ -168,3 +168,89 @@ int dist_handover_parse (const char *text, struct dist_handover *h)
     }
     return 0;
 }
+
+char *dist_layout_text (uint32_t job_id, uint32_t step_id, uint32_t nnodes,
+                        const uint32_t *node_of_rank, uint32_t nranks)
+{
+    char *text = malloc (DIST_LAYOUT_TEXT_MAX);
+    size_t len;
+    uint32_t rank = 0, run;
+    int n;
+
+    if (text == NULL)
+        return NULL;
+    n = snprintf (text, DIST_LAYOUT_TEXT_MAX,
+                  "step=%" PRIu32 ".%" PRIu32 " nodes=%" PRIu32 " ranks=%" PRIu32 " layout=", job_id,
+                  step_id, nnodes, nranks);
+    len = (size_t) n;
+    while (rank < nranks) {
+        if (node_of_rank[rank] >= nnodes)
+            goto fail;
+        for (run = 1; rank + run < nranks && node_of_rank[rank + run] == node_of_rank[rank]; run++)
+            ;
+        n = run == 1 ? snprintf (text + len, DIST_LAYOUT_TEXT_MAX - len, "%s%" PRIu32,
+                                 rank > 0 ? "," : "", node_of_rank[rank])
+                     : snprintf (text + len, DIST_LAYOUT_TEXT_MAX - len, "%s%" PRIu32 "*%" PRIu32,
+                                 rank > 0 ? "," : "", node_of_rank[rank], run);
+        if (n < 0 || (size_t) n >= DIST_LAYOUT_TEXT_MAX - len)
+            goto fail;
+        len += (size_t) n;
+        rank += run;
+    }
+    return text;
+fail:
+    free (text);
+    return NULL;
+}
+
+/* The number at *p up to one of the characters in stop (or the end), *p moved
+ * past it. */
+static int take_u32 (const char **p, const char *stop, uint32_t *out)
+{
+    const char *end = *p + strcspn (*p, stop);
+
+    if (parse_u32 (*p, end, out) < 0)
+        return -1;
+    *p = end;
+    return 0;
+}
+
+/* "word=" at *p, *p moved past it. */
+static bool take_word (const char **p, const char *word)
+{
+    size_t len = strlen (word);
+
+    if (strncmp (*p, word, len) != 0)
+        return false;
+    *p += len;
+    return true;
+}
+
+int dist_layout_text_parse (const char *text, uint32_t job_id, uint32_t step_id,
+                            uint32_t nnodes, uint32_t nranks, uint32_t *node_of_rank)
+{
+    const char *p = text;
+    uint32_t job, step, nodes, ranks, node, count, rank = 0;
+
+    if (text == NULL || strnlen (text, DIST_LAYOUT_TEXT_MAX) >= DIST_LAYOUT_TEXT_MAX
+        || !take_word (&p, "step=") || take_u32 (&p, ".", &job) < 0 || !take_word (&p, ".")
+        || take_u32 (&p, " ", &step) < 0 || !take_word (&p, " nodes=")
+        || take_u32 (&p, " ", &nodes) < 0 || !take_word (&p, " ranks=")
+        || take_u32 (&p, " ", &ranks) < 0 || !take_word (&p, " layout=") || job != job_id
+        || step != step_id || nodes != nnodes || ranks != nranks)
+        return -1;
+    while (rank < nranks) {
+        if (rank > 0 && !take_word (&p, ","))
+            return -1;
+        if (take_u32 (&p, "*,", &node) < 0 || node >= nnodes)
+            return -1;
+        count = 1;
+        if (*p == '*' && (++p, take_u32 (&p, ",", &count) < 0 || count == 0))
+            return -1;
+        if (count > nranks - rank)
+            return -1;
+        while (count-- > 0)
+            node_of_rank[rank++] = node;
+    }
+    return *p == '\0' ? 0 : -1;
+}

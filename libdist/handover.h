@@ -11,6 +11,12 @@
  * is ignored.  key is 32 random bytes srun drew for the step: every task
  * gets it (DIST_TRAIN_STEP_KEY), and only the step's tasks can read it, so
  * dist-train-doctor's ranks sign their messages with it.
+ *
+ * Under the arbitrary distribution srun also hands over which node runs
+ * each rank, from the same answer of slurmctld, in a second variable: the
+ * nodes never read SLURM_HOSTFILE, a path the user names, themselves.
+ * Both names begin with SLURM, which srun passes to the step whatever
+ * --export says (--export=NONE included).
  */
 #ifndef DIST_HANDOVER_H
 #define DIST_HANDOVER_H
@@ -19,7 +25,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define DIST_HANDOVER_VAR "DIST_TRAIN_SRUN"
+#define DIST_HANDOVER_VAR "SLURM_DIST_TRAIN_SRUN"
+#define DIST_LAYOUT_VAR "SLURM_DIST_TRAIN_LAYOUT"
+#define DIST_LAYOUT_TEXT_MAX (64 << 10) /* below Linux's 128 KiB for one variable */
 #define DIST_STEP_KEY_VAR "DIST_TRAIN_STEP_KEY" /* the key, as each task gets it */
 #define DIST_NODE_MAX 256 /* a node name or a NodeAddr (a name or an address) */
 #define DIST_STEP_KEY_HEX 64 /* 32 bytes as lowercase hex digits */
@@ -41,6 +49,20 @@ int dist_handover_format (const struct dist_handover *h, char *buf, size_t size)
 /* Read text into h; -1 (h cleared) for anything malformed: unknown keys,
  * bad numbers, bad characters, overlong names, a missing step. */
 int dist_handover_parse (const char *text, struct dist_handover *h);
+
+/* The node of every rank (its index in the step's node list) as text:
+ * "step=JOB.STEP nodes=N ranks=R layout=RUNS", RUNS being "NODE" or
+ * "NODE*COUNT" for each run of ranks on one node, comma-separated.  Malloc'ed;
+ * NULL when a node index is out of range or the text is longer than
+ * DIST_LAYOUT_TEXT_MAX. */
+char *dist_layout_text (uint32_t job_id, uint32_t step_id, uint32_t nnodes,
+                        const uint32_t *node_of_rank, uint32_t nranks);
+
+/* Read such text, for step job_id.step_id of nnodes nodes and nranks ranks,
+ * into node_of_rank (nranks entries); -1 for anything malformed, another
+ * step, another shape, or runs that do not add up to nranks. */
+int dist_layout_text_parse (const char *text, uint32_t job_id, uint32_t step_id,
+                            uint32_t nnodes, uint32_t nranks, uint32_t *node_of_rank);
 
 /* nbytes from the kernel's random source, as 2 * nbytes lowercase hex
  * digits and a NUL into out (a step's key, a nonce); 0, or -1 (out ""). */

@@ -39,6 +39,13 @@ extern struct dist_train dist_train;
  * (failing user_init could drain the node). */
 void dist_train_defer_error (const char *msg);
 
+/* Under the arbitrary distribution only srun can tell which node runs each
+ * rank (local.c), and this step's did not. */
+#define DIST_TRAIN_NO_SRUN_LAYOUT                                                                  \
+    "the arbitrary distribution: which node runs each rank comes from srun, and this step's srun " \
+    "handed none over (it reads a plugstack.conf without the plugin: load the plugin there too); " \
+    "or set MASTER_ADDR yourself"
+
 /* Whether a step is one a user launched (not the batch script, the extern
  * step or salloc's interactive step). */
 bool dist_train_is_training_step (uint32_t step_id);
@@ -64,9 +71,6 @@ struct step_layout {
 int dist_train_layout_load (spank_t sp, const struct dist_step *st,
                             struct step_layout *layout);
 
-/* The text of SLURM_HOSTFILE (malloc'ed), or NULL with an error deferred
- * that says what is wrong and what to do. */
-char *dist_train_read_hostfile (spank_t sp);
 void dist_train_layout_free (struct step_layout *layout);
 
 /* local.c (srun): rank 0's node, its NodeAddr, fail fast, handed over */

@@ -1,127 +1,32 @@
 /* layout.c - the step's whole layout (the node of every rank), read from the
  * step environment: what the tf profile and the verbose table need.  Block,
  * cyclic and plane are recomputed from the tasks per node; arbitrary comes
- * from SLURM_HOSTFILE, whose entries name each rank's node in rank order. */
-#include <errno.h>
-#include <fcntl.h>
+ * from srun, which read it from slurmctld (libdist/handover.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <linux/magic.h>
-#include <sys/stat.h>
-#include <sys/statfs.h>
-#include <unistd.h>
 
 #include <slurm/slurm.h>
 #include <slurm/spank.h>
 
 #include "dist_train.h"
-#include "libdist/hostfile.h"
+#include "libdist/handover.h"
 #include "libdist/layout.h"
 
-#define HOSTFILE_MAX (4 << 20) /* a hostfile of a million ranks is well below */
-
-char *dist_train_read_hostfile (spank_t sp)
+/* The arbitrary distribution: the node of every rank as srun read it from
+ * slurmctld and handed it over (local.c).  SLURM_HOSTFILE is a path the user
+ * names; slurmstepd never opens it. */
+static int arbitrary_layout (spank_t sp, const struct dist_step *st, struct step_layout *l)
 {
-    char path[4096], msg[DIST_ERR_MAX];
-    char *text = NULL;
-    size_t len = 0, size = 0;
-    struct stat st;
-    struct statfs fs;
-    ssize_t n;
-    int fd;
-
-    if (spank_getenv (sp, "SLURM_HOSTFILE", path, sizeof (path)) != ESPANK_SUCCESS) {
-        dist_train_defer_error ("the arbitrary distribution without SLURM_HOSTFILE "
-                                "hides which node runs each rank; use SLURM_HOSTFILE, "
-                                "or set MASTER_ADDR yourself");
-        return NULL;
-    }
-    /* (user_init runs with the user's identity: the user's own file.)  Never
-     * block slurmstepd on it: a FIFO or a device would hold the node until a
-     * writer comes; and never read what only slurmstepd can see (its own
-     * /proc/self). */
-    if ((fd = open (path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)) < 0) {
-        snprintf (msg, sizeof (msg), "cannot open SLURM_HOSTFILE %.128s: %s", path,
-                  strerror (errno));
-        dist_train_defer_error (msg);
-        return NULL;
-    }
-    if (fstat (fd, &st) < 0 || !S_ISREG (st.st_mode) || fstatfs (fd, &fs) < 0
-        || fs.f_type == PROC_SUPER_MAGIC || fs.f_type == SYSFS_MAGIC) {
-        snprintf (msg, sizeof (msg),
-                  "SLURM_HOSTFILE %.128s is not a plain file (a FIFO, a device, or under "
-                  "/proc or /sys); give a file that lists the step's nodes",
-                  path);
-        dist_train_defer_error (msg);
-        close (fd);
-        return NULL;
-    }
-    do {
-        if (len + 1 >= size) {
-            char *bigger = size < HOSTFILE_MAX ? realloc (text, size ? 2 * size : 4096) : NULL;
-            if (bigger == NULL) {
-                snprintf (msg, sizeof (msg), "SLURM_HOSTFILE %.128s is larger than %d bytes",
-                          path, HOSTFILE_MAX);
-                dist_train_defer_error (msg);
-                free (text);
-                close (fd);
-                return NULL;
-            }
-            text = bigger;
-            size = size ? 2 * size : 4096;
-        }
-        n = read (fd, text + len, size - len - 1);
-        if (n > 0)
-            len += (size_t) n;
-    } while (n > 0 || (n < 0 && errno == EINTR));
-    close (fd);
-    text[len] = '\0';
-    return text;
-}
-
-/* Ranks in hostfile order: each entry expanded, repeated, matched to the
- * step's nodes. */
-struct arbitrary {
-    struct step_layout *l;
-    uint32_t rank;
-};
-
-static int place_ranks (const char *entry, unsigned repeat, void *arg)
-{
-    struct arbitrary *a = arg;
-    dt_hostlist_t hl = slurm_hostlist_create (entry);
-    char *host;
-    uint32_t node;
-
-    if (hl == NULL)
-        return -1;
-    while (a->rank < a->l->ntasks && (host = slurm_hostlist_shift (hl)) != NULL) {
-        for (node = 0; node < a->l->nnodes && strcmp (a->l->names[node], host) != 0; node++)
-            ;
-        free (host);
-        if (node == a->l->nnodes) {
-            slurm_hostlist_destroy (hl);
-            return -1; /* a host outside the step */
-        }
-        for (unsigned k = 0; k < repeat && a->rank < a->l->ntasks; k++)
-            a->l->node_of_rank[a->rank++] = node;
-    }
-    slurm_hostlist_destroy (hl);
-    return 0;
-}
-
-static int arbitrary_layout (spank_t sp, struct step_layout *l)
-{
-    struct arbitrary a = { l, 0 };
-    char *text = dist_train_read_hostfile (sp);
+    char *text = dist_train_getenv_any (sp, DIST_LAYOUT_VAR);
     int rc;
 
     if (text == NULL)
         return -1;
-    rc = dist_hostfile_walk (text, place_ranks, &a);
+    rc = dist_layout_text_parse (text, st->job_id, st->step_id, l->nnodes, l->ntasks,
+                                 l->node_of_rank);
     free (text);
-    return rc == 0 && a.rank == l->ntasks ? 0 : -1;
+    return rc;
 }
 
 int dist_train_layout_load (spank_t sp, const struct dist_step *st,
@@ -151,7 +56,7 @@ int dist_train_layout_load (spank_t sp, const struct dist_step *st,
         if ((l->names[i] = slurm_hostlist_shift (hl)) == NULL)
             goto out;
     if (dist == DIST_DIST_ARBITRARY) {
-        rc = arbitrary_layout (sp, l);
+        rc = arbitrary_layout (sp, st, l);
         goto out;
     }
     if ((text = dist_train_getenv_any (sp, "SLURM_STEP_TASKS_PER_NODE")) == NULL

@@ -5,7 +5,7 @@
  * every node asking is O(nodes) RPCs per step), so srun does it, once:
  * which node runs rank 0 (the step's real layout, whatever the
  * distribution) and Slurm's NodeAddr for it, for nodes whose names do not
- * resolve.  Fail fast is srun's own kill-on-bad-exit, armed here.
+ * resolve; under the arbitrary distribution, the node of every rank.  Fail fast is srun's own kill-on-bad-exit, armed here.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -19,28 +19,36 @@
 #include "dist_train.h"
 #include "libdist/handover.h"
 
-/* The name of the node that runs task 0 (malloc'ed), from the step layout
- * slurmctld holds: one RPC. */
-static char *rank0_node (uint32_t job_id, uint32_t step_id)
+/* From the step layout slurmctld holds (one RPC): the name of the node that
+ * runs task 0 into h, and under the arbitrary distribution the node of every
+ * rank as the text of DIST_LAYOUT_VAR (malloc'ed into *layout_text).  -1
+ * when slurmctld has no layout for the step. */
+static int read_step_layout (struct dist_handover *h, char **layout_text)
 {
     slurm_step_id_t id;
     slurm_step_layout_t *layout;
     dt_hostlist_t hl = NULL;
+    uint32_t *node_of_rank = NULL;
     char *name = NULL;
-    uint32_t node, i, found = NO_VAL;
+    uint32_t node, i, tid, found = NO_VAL;
 
+    *layout_text = NULL;
     memset (&id, 0, sizeof (id));
-    id.job_id = job_id;
-    id.step_id = step_id;
+    id.job_id = h->job_id;
+    id.step_id = h->step_id;
     id.step_het_comp = NO_VAL;
     if ((layout = slurm_job_step_layout_get (&id)) == NULL)
-        return NULL;
-    for (node = 0; node < layout->node_cnt && found == NO_VAL; node++)
-        for (i = 0; i < layout->tasks[node]; i++)
-            if (layout->tids[node][i] == 0) {
+        return -1;
+    if ((layout->task_dist & SLURM_DIST_STATE_BASE) == SLURM_DIST_ARBITRARY)
+        node_of_rank = calloc (layout->task_cnt > 0 ? layout->task_cnt : 1, sizeof (*node_of_rank));
+    for (node = 0; node < layout->node_cnt; node++)
+        for (i = 0; i < layout->tasks[node]; i++) {
+            tid = layout->tids[node][i];
+            if (tid == 0 && found == NO_VAL)
                 found = node;
-                break;
-            }
+            if (node_of_rank != NULL && tid < layout->task_cnt)
+                node_of_rank[tid] = node;
+        }
     if (found != NO_VAL && (hl = slurm_hostlist_create (layout->node_list)) != NULL) {
         for (node = 0; node <= found; node++) {
             free (name);
@@ -49,8 +57,15 @@ static char *rank0_node (uint32_t job_id, uint32_t step_id)
         }
         slurm_hostlist_destroy (hl);
     }
+    if (name != NULL)
+        snprintf (h->rank0_node, sizeof (h->rank0_node), "%s", name);
+    free (name);
+    if (node_of_rank != NULL)
+        *layout_text = dist_layout_text (h->job_id, h->step_id, layout->node_cnt, node_of_rank,
+                                         layout->task_cnt);
+    free (node_of_rank);
     slurm_job_step_layout_free (layout);
-    return name;
+    return 0;
 }
 
 /* Slurm's NodeAddr for a node into addr ("" when it is the name itself or
@@ -109,7 +124,7 @@ int dist_train_local_user_init (spank_t sp)
 {
     struct dist_handover h;
     char text[DIST_HANDOVER_MAX];
-    char *node;
+    char *layout = NULL;
 
     if (dist_train.cfg.profile == DIST_PROFILE_OFF)
         return 0;
@@ -126,18 +141,22 @@ int dist_train_local_user_init (spank_t sp)
     h.fail_fast = dist_config_fail_fast (&dist_train.cfg);
     if (h.fail_fast)
         dist_compat_srun_kill_on_bad_exit ();
-    /* A MASTER_ADDR the user set is kept: no need to ask. */
-    if (getenv ("MASTER_ADDR") == NULL || getenv ("MASTER_ADDR")[0] == '\0') {
-        if ((node = rank0_node (h.job_id, h.step_id)) != NULL) {
-            snprintf (h.rank0_node, sizeof (h.rank0_node), "%s", node);
-            node_addr (node, h.rank0_addr, sizeof (h.rank0_addr));
-            free (node);
-        } else {
-            slurm_verbose ("%s: cannot read step %lu.%lu's layout from slurmctld: %s", PLUGIN_NAME,
-                           (unsigned long) h.job_id, (unsigned long) h.step_id,
-                           slurm_strerror (errno));
-        }
-    }
+    /* Rank 0's node, and under the arbitrary distribution every rank's: the
+     * nodes get them from here, never from SLURM_HOSTFILE (a path the user
+     * names, which slurmstepd must not open). */
+    if (read_step_layout (&h, &layout) < 0)
+        slurm_verbose ("%s: cannot read step %lu.%lu's layout from slurmctld: %s", PLUGIN_NAME,
+                       (unsigned long) h.job_id, (unsigned long) h.step_id,
+                       slurm_strerror (errno));
+    /* A MASTER_ADDR the user set is kept: no need to ask for Slurm's address. */
+    if (h.rank0_node[0] != '\0'
+        && (getenv ("MASTER_ADDR") == NULL || getenv ("MASTER_ADDR")[0] == '\0'))
+        node_addr (h.rank0_node, h.rank0_addr, sizeof (h.rank0_addr));
+    if (layout != NULL && setenv (DIST_LAYOUT_VAR, layout, 1) < 0)
+        slurm_verbose ("%s: cannot set %s", PLUGIN_NAME, DIST_LAYOUT_VAR);
+    else if (layout == NULL)
+        unsetenv (DIST_LAYOUT_VAR); /* (one inherited from an outer step) */
+    free (layout);
     /* (a name Slurm would not hold is left for the nodes to find) */
     if (dist_handover_format (&h, text, sizeof (text)) < 0) {
         h.rank0_node[0] = h.rank0_addr[0] = '\0';

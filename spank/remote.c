@@ -10,7 +10,6 @@
 
 #include "compat.h"
 #include "dist_train.h"
-#include "libdist/hostfile.h"
 #include "libdist/layout.h"
 #include "libdist/port.h"
 #include "libdist/tfconfig.h"
@@ -58,51 +57,6 @@ static int step_nodes (spank_t sp, uint32_t index, char **first, char **self)
     return 0;
 }
 
-static bool is_step_node (spank_t sp, const char *name)
-{
-    dt_hostlist_t hl;
-    bool found;
-
-    if ((hl = dist_train_step_hostlist (sp)) == NULL)
-        return false;
-    found = slurm_hostlist_find (hl, name) >= 0;
-    slurm_hostlist_destroy (hl);
-    return found;
-}
-
-/* Under the arbitrary distribution rank 0 runs on the hostfile's first
- * host, which need not be the step's first node.  Returns malloc'ed memory
- * or NULL with an error deferred. */
-static char *hostfile_rank0 (spank_t sp)
-{
-    char entry[DIST_HOSTFILE_ENTRY_MAX], msg[DIST_ERR_MAX];
-    char *text, *name = NULL;
-    dt_hostlist_t hl;
-
-    if ((text = dist_train_read_hostfile (sp)) == NULL)
-        return NULL;
-    if (dist_hostfile_first (text, entry, sizeof (entry)) == 0
-        && (hl = slurm_hostlist_create (entry)) != NULL) {
-        name = slurm_hostlist_shift (hl);
-        slurm_hostlist_destroy (hl);
-    }
-    free (text);
-    if (name == NULL) {
-        snprintf (msg, sizeof (msg), "SLURM_HOSTFILE names no host first");
-        dist_train_defer_error (msg);
-        return NULL;
-    }
-    /* A name outside the step is never looked up, nor repeated: the file
-     * may be anything the user can point at. */
-    if (!is_step_node (sp, name)) {
-        dist_train_defer_error ("the first entry of SLURM_HOSTFILE is not a node of this "
-                                "step; list the step's nodes, rank by rank");
-        free (name);
-        return NULL;
-    }
-    return name;
-}
-
 static bool is_arbitrary (spank_t sp)
 {
     char dist[64];
@@ -113,7 +67,8 @@ static bool is_arbitrary (spank_t sp)
 /* Find the node that runs rank 0 (malloc'ed into *rank0), and whether it is
  * this one (self).  srun read it from the step's layout (local.c); without
  * that, block, cyclic and plane start on the step's first node, and the
- * arbitrary distribution on SLURM_HOSTFILE's first host. */
+ * arbitrary distribution cannot be told: SLURM_HOSTFILE names a path that
+ * slurmstepd does not open. */
 static int find_rank0_node (spank_t sp, const char *first, const char *self, char **rank0,
                             bool *here)
 {
@@ -127,8 +82,8 @@ static int find_rank0_node (spank_t sp, const char *first, const char *self, cha
             return -1;
         }
     } else if (is_arbitrary (sp)) {
-        if ((*rank0 = hostfile_rank0 (sp)) == NULL)
-            return -1;
+        dist_train_defer_error (DIST_TRAIN_NO_SRUN_LAYOUT);
+        return -1;
     } else if ((*rank0 = strdup (first)) == NULL) {
         dist_train_defer_error ("out of memory");
         return -1;
@@ -297,7 +252,7 @@ static int build_tf_config (spank_t sp, const struct dist_step *st)
     }
     if (dist_train.tf_config == NULL) {
         dist_train_defer_error ("the tf profile needs a layout it can read (block, cyclic, "
-                                "plane, or arbitrary with SLURM_HOSTFILE) and a port_range "
+                                "plane, or arbitrary as srun hands it over) and a port_range "
                                 "with a port for every task; use another profile");
         return -1;
     }
@@ -542,8 +497,9 @@ int dist_train_remote_task_init (spank_t sp)
     }
     if (dist_train.cfg.verbose && rank == 0)
         report_step (sp);
-    /* srun's note to the nodes is not part of the contract */
+    /* srun's notes to the nodes are not part of the contract */
     spank_unsetenv (sp, DIST_HANDOVER_VAR);
+    spank_unsetenv (sp, DIST_LAYOUT_VAR);
     /* the key this step's srun drew, never one a task inherited from another step */
     if (dist_train.have_srun && dist_train.srun.key[0] != '\0') {
         if (spank_setenv (sp, DIST_STEP_KEY_VAR, dist_train.srun.key, 1) != ESPANK_SUCCESS)

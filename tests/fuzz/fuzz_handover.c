@@ -1,7 +1,7 @@
-/* fuzz_handover.c - srun's text for the nodes, DIST_TRAIN_SRUN
- * (libdist/handover.c), which reaches slurmstepd in the job's environment.
- * Input: the variable's value.  What parses must format and parse back the
- * same. */
+/* fuzz_handover.c - srun's texts for the nodes, SLURM_DIST_TRAIN_SRUN and
+ * SLURM_DIST_TRAIN_LAYOUT (libdist/handover.c), which reach slurmstepd in the
+ * job's environment.  Input: a variable's value, read as each.  What parses
+ * must format and parse back the same. */
 #include "libdist/handover.h"
 #include "tests/fuzz/fuzz.h"
 
@@ -9,6 +9,27 @@ static int valid_name (const char *s)
 {
     return strspn (s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-_:")
            == strlen (s);
+}
+
+/* As the arbitrary layout of the step and shape the text claims (a small one). */
+static void check_layout (const char *text)
+{
+    unsigned job, step, nodes, ranks;
+    uint32_t node_of_rank[64], back[64];
+    char *out;
+
+    if (sscanf (text, "step=%u.%u nodes=%u ranks=%u ", &job, &step, &nodes, &ranks) != 4
+        || ranks > 64)
+        return;
+    if (dist_layout_text_parse (text, job, step, nodes, ranks, node_of_rank) < 0)
+        return;
+    for (unsigned r = 0; r < ranks; r++)
+        FUZZ_CHECK (node_of_rank[r] < nodes);
+    out = dist_layout_text (job, step, nodes, node_of_rank, ranks);
+    FUZZ_CHECK (out != NULL);
+    FUZZ_CHECK (dist_layout_text_parse (out, job, step, nodes, ranks, back) == 0);
+    FUZZ_CHECK (memcmp (back, node_of_rank, ranks * sizeof (*back)) == 0);
+    free (out);
 }
 
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
@@ -37,6 +58,7 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
         static const struct dist_handover zero;
         FUZZ_CHECK (memcmp (&h, &zero, sizeof (h)) == 0);
     }
+    check_layout (text);
     free (text);
     return 0;
 }

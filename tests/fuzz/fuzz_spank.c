@@ -16,7 +16,6 @@
  *                        before the plugin's task_init, as a plugin that ran
  *                        its task_init first does (pyxis: the container's
  *                        environment); at most 8
- *   hostfile TEXT        a line of SLURM_HOSTFILE, written to a temporary file
  *   host NAME=ADDR,...   what NAME resolves to (no DNS is asked)
  *   topology NAME        HWLOC_XMLFILE: tests/topologies/NAME (default
  *                        minicluster-4gpu.xml)
@@ -45,25 +44,13 @@
 #define LOCAL_MAX 16          /* tasks on this node: each is a task_init */
 #define STEP_MAX (1u << 16)   /* nodes and tasks of the step */
 
-static char hostfile_path[64];
-
-static void remove_hostfile (void)
-{
-    if (hostfile_path[0] != '\0')
-        unlink (hostfile_path);
-}
-
 int LLVMFuzzerInitialize (int *argc, char ***argv);
 int LLVMFuzzerInitialize (int *argc, char ***argv)
 {
-    int fd;
-
     (void) argc, (void) argv;
-    snprintf (hostfile_path, sizeof (hostfile_path), "/tmp/fuzz_spank_hostfile.XXXXXX");
-    if ((fd = mkstemp (hostfile_path)) < 0)
-        abort ();
-    close (fd);
-    atexit (remove_hostfile);
+    /* slurmstepd's own environment names the node (slurmd's name): the
+     * topology cache's files are named after it */
+    setenv ("SLURMD_NODENAME", "fuzznode", 1);
     return 0;
 }
 
@@ -144,24 +131,12 @@ static void keep_consistent (void)
         it->cores = fuzz_dup ("0-3");
 }
 
-static void write_hostfile (const char *text, size_t len)
-{
-    int fd = open (hostfile_path, O_WRONLY | O_TRUNC | O_CLOEXEC);
-
-    if (fd < 0)
-        abort ();
-    if (len > 0 && write (fd, text, len) != (ssize_t) len)
-        abort ();
-    close (fd);
-}
-
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
     static struct spank_handle *const sp = (struct spank_handle *) &standin_items;
     char *text = fuzz_string (data, size), *p = text, *line;
-    char *av[ARGS_MAX], *spec = NULL, topology[512], *hostfile = NULL, *expect[8], *taskenv[8];
+    char *av[ARGS_MAX], *spec = NULL, topology[512], *expect[8], *taskenv[8];
     int nexpect = 0, ntaskenv = 0;
-    size_t hostfile_len = 0;
     bool option = false;
     int ac = 0, exittask = 0, t;
     struct dist_train parent;
@@ -200,12 +175,6 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
         } else if (strcmp (line, "host") == 0 && (eq = strchr (value, '=')) != NULL) {
             *eq = '\0';
             standin_add_host (value, eq + 1);
-        } else if (strcmp (line, "hostfile") == 0) {
-            size_t len = strlen (value);
-            hostfile = realloc (hostfile, hostfile_len + len + 1);
-            memcpy (hostfile + hostfile_len, value, len);
-            hostfile[hostfile_len + len] = '\n';
-            hostfile_len += len + 1;
 #ifdef FUZZ_SPANK_EXPECT
         } else if (strcmp (line, "expect") == 0 && strchr (value, '=') != NULL && nexpect < 8) {
             expect[nexpect++] = value;
@@ -216,10 +185,6 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
         }
     }
     keep_consistent ();
-    if (hostfile != NULL) {
-        write_hostfile (hostfile, hostfile_len);
-        standin_setenv ("SLURM_HOSTFILE", hostfile_path);
-    }
     setenv ("HWLOC_XMLFILE", topology, 1);
 
     /* slurmstepd: init, the options srun passed, post_opt, user_init */
@@ -277,7 +242,6 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     unsetenv ("HWLOC_XMLFILE");
     while (ac > 0)
         free (av[--ac]);
-    free (hostfile);
     free (text);
     return 0;
 }

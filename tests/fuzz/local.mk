@@ -11,14 +11,13 @@ FUZZ_FLAGS = -g -O1 -fno-omit-frame-pointer $(FUZZ_SANITIZERS) $(WARNING_CFLAGS)
 FUZZ_BUILD = $(AM_V_GEN)$(MKDIR_P) tests/fuzz && $(FUZZ_CC) $(FUZZ_FLAGS) -o $@
 FUZZ_DEPS = $(srcdir)/tests/fuzz/fuzz.h $(srcdir)/tests/fuzz/local.mk \
 	$(srcdir)/libdist/address.h $(srcdir)/libdist/bind.h $(srcdir)/libdist/config.h \
-	$(srcdir)/libdist/env.h $(srcdir)/libdist/handover.h $(srcdir)/libdist/hostfile.h \
+	$(srcdir)/libdist/env.h $(srcdir)/libdist/handover.h \
 	$(srcdir)/libdist/layout.h $(srcdir)/libdist/port.h $(srcdir)/libdist/ranges.h \
 	$(srcdir)/libdist/tfconfig.h $(srcdir)/libdist/topo.h
 
 FUZZ_HARNESSES = \
 	tests/fuzz/fuzz_config \
 	tests/fuzz/fuzz_ranges \
-	tests/fuzz/fuzz_hostfile \
 	tests/fuzz/fuzz_layout \
 	tests/fuzz/fuzz_address \
 	tests/fuzz/fuzz_port \
@@ -50,10 +49,6 @@ tests/fuzz/fuzz_config: $(FUZZ_SRC_config) $(FUZZ_DEPS)
 FUZZ_SRC_ranges = $(srcdir)/tests/fuzz/fuzz_ranges.c $(srcdir)/libdist/ranges.c
 tests/fuzz/fuzz_ranges: $(FUZZ_SRC_ranges) $(FUZZ_DEPS)
 	$(FUZZ_BUILD) $(FUZZ_SRC_ranges)
-
-FUZZ_SRC_hostfile = $(srcdir)/tests/fuzz/fuzz_hostfile.c $(srcdir)/libdist/hostfile.c
-tests/fuzz/fuzz_hostfile: $(FUZZ_SRC_hostfile) $(FUZZ_DEPS)
-	$(FUZZ_BUILD) $(FUZZ_SRC_hostfile)
 
 FUZZ_SRC_layout = $(srcdir)/tests/fuzz/fuzz_layout.c $(srcdir)/libdist/layout.c
 tests/fuzz/fuzz_layout: $(FUZZ_SRC_layout) $(FUZZ_DEPS)
@@ -112,7 +107,7 @@ FUZZ_SRC_spank = $(srcdir)/tests/fuzz/fuzz_spank.c $(srcdir)/tests/fuzz/spank_st
 	$(srcdir)/spank/topocache.c $(srcdir)/tests/fuzz/spank_bind.c \
 	$(srcdir)/tests/fuzz/spank_failfast.c $(srcdir)/tests/fuzz/spank_network.c \
 	$(srcdir)/libdist/address.c $(srcdir)/libdist/bind.c $(srcdir)/libdist/config.c \
-	$(srcdir)/libdist/env.c $(srcdir)/libdist/handover.c $(srcdir)/libdist/hostfile.c \
+	$(srcdir)/libdist/env.c $(srcdir)/libdist/handover.c \
 	$(srcdir)/libdist/layout.c $(srcdir)/libdist/port.c $(srcdir)/libdist/ranges.c \
 	$(srcdir)/libdist/tfconfig.c $(srcdir)/libdist/topo.c $(srcdir)/libdist/topofile.c
 # The plugin's caches go to a directory of the harness's own, not the node's /run.
@@ -152,7 +147,6 @@ EXTRA_DIST += \
 	tests/fuzz/fuzz.h \
 	tests/fuzz/fuzz_config.c \
 	tests/fuzz/fuzz_ranges.c \
-	tests/fuzz/fuzz_hostfile.c \
 	tests/fuzz/fuzz_layout.c \
 	tests/fuzz/fuzz_address.c \
 	tests/fuzz/fuzz_port.c \

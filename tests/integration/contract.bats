@@ -54,47 +54,73 @@ setup() {
     [[ $(field "${lines[0]}" MASTER_ADDR) == "$(node_addr node3)" ]]
 }
 
-@test "arbitrary without a hostfile, and an srun without the plugin: a message" {
+@test "arbitrary, and an srun without the plugin: a message, no hostfile opened" {
     # srun reads a plugstack.conf without the plugin (a site that installed it
     # on the compute nodes only): the nodes cannot tell where rank 0 runs
     local d=$MINICLUSTER_DIR
     : > "$d/plugstack.empty"
     sed "s|^PlugStackConfig=.*|PlugStackConfig=$d/plugstack.empty|" "$d/slurm.conf" \
         > "$d/slurm.srun-without-plugin.conf"
-    DIST_TRAIN=torch SLURM_CONF=$d/slurm.srun-without-plugin.conf \
+    printf 'node3\nnode1\nnode2\n' > "$d/hostfile.without-plugin"
+    DIST_TRAIN=torch SLURM_CONF=$d/slurm.srun-without-plugin.conf SLURM_HOSTFILE=$d/hostfile.without-plugin \
         run timeout 60 srun -n3 -w node3,node1,node2 -m arbitrary true
     echo "$output"
     [ "$status" -ne 0 ]
-    [[ $output == *"without SLURM_HOSTFILE"* ]]
+    [[ $output == *"the arbitrary distribution: which node runs each rank comes from srun, and this step's srun handed none over"* ]]
 }
 
-@test "a FIFO as SLURM_HOSTFILE: refused at once, the nodes stay in service" {
+# tf TF_CONFIG lines "tf RANK HOST MASTER_ADDR TF_CONFIG" on stdin: every rank
+# on the node the hostfile gave it ($1: the hosts in rank order).
+check_tf_hosts() {
+    "$TORCH_PYTHON" -c '
+import json, sys
+want = sys.argv[1].split()
+rows = [l.split(" ", 4)[1:] for l in sys.stdin.read().splitlines() if l.startswith("tf ")]
+assert len(rows) == len(want), rows
+for rank, host, addr, tf in rows:
+    cfg = json.loads(tf)
+    workers = cfg["cluster"]["worker"]
+    assert host == want[int(rank)], (rank, host, want)
+    assert workers[int(rank)].split(":")[0] == host, (rank, host, workers)
+' "$1"
+}
+
+@test "a FIFO as SLURM_HOSTFILE: srun reads it, the nodes never open it" {
     local hf=$MINICLUSTER_DIR/hostfile.fifo
     rm -f "$hf" && mkfifo "$hf"
-    # one write for whoever reads first (srun, on some versions); a node
-    # that opened the FIFO after it would wait forever for another
-    (printf 'node1\nnode2\n' > "$hf" &)
+    # a write for each time srun opens it (versions differ), for 30 s at most;
+    # a node that opened it after srun would wait for one more
+    (timeout 30 bash -c 'for i in 1 2 3; do printf "node2\nnode1\n" > "$0"; done' "$hf" &)
     SECONDS=0
-    SLURM_HOSTFILE=$hf run timeout 60 srun -n2 -w node1,node2 -m arbitrary --dist-train=tf true
+    SLURM_HOSTFILE=$hf run timeout 60 srun -n2 -m arbitrary --dist-train=tf \
+        bash -c 'echo "tf $SLURM_PROCID $(hostname) $MASTER_ADDR $TF_CONFIG"'
     local took=$SECONDS
     # release the writer if nobody read, then remove the FIFO
-    timeout 1 cat "$hf" >/dev/null 2>&1 || true
+    for _ in 1 2 3; do timeout 1 cat "$hf" >/dev/null 2>&1 || true; done
     rm -f "$hf"
     echo "$output"
-    [ "$status" -ne 0 ]
-    [[ $output == *"SLURM_HOSTFILE $hf is not a plain file"* ]]
+    [ "$status" -eq 0 ]
+    check_tf_hosts "node2 node1" <<<"$output"
     ((took < 20))
-    # (a node completes the failed step for a moment after srun returns)
     [[ $(settled_states node1 node2) == idle ]]
 }
 
-@test "SLURM_HOSTFILE under /proc: refused, and nothing of it is repeated" {
-    SLURM_HOSTFILE=/proc/self/maps run timeout 60 srun -n2 -w node1,node2 -m arbitrary \
-        --dist-train=tf true
+@test "a hostfile only srun can read (its own /tmp), under --export=NONE: the layout comes from srun" {
+    # the nodes' /tmp is their own, as a login node's local disk is not the
+    # compute nodes': they never read the file
+    local hf
+    hf=$(mktemp /tmp/dist-train-hostfile.XXXXXX)
+    printf 'node3\nnode1\nnode2\n' > "$hf"
+    SLURM_HOSTFILE=$hf run timeout 60 srun --export=NONE --dist-train=tf -n3 \
+        -m arbitrary /bin/bash -c 'echo "tf $SLURM_PROCID $(hostname) $MASTER_ADDR $TF_CONFIG"
+            echo "left:${SLURM_DIST_TRAIN_SRUN-}${SLURM_DIST_TRAIN_LAYOUT-}:"'
+    rm -f "$hf"
     echo "$output"
-    [ "$status" -ne 0 ]
-    [[ $output == *"SLURM_HOSTFILE /proc/self/maps is not a plain file"* ]]
-    refute grep -E '[0-9a-f]{8,}-[0-9a-f]{8,}' <<<"$output"
+    [ "$status" -eq 0 ]
+    check_tf_hosts "node3 node1 node2" <<<"$output"
+    # srun's notes to the nodes are not left in the tasks' environment
+    [[ $(grep -c '^left::$' <<<"$output") -eq 3 ]]
+    [[ $(grep -c "^tf [0-9] node[0-9] $(node_addr node3) " <<<"$output") -eq 3 ]]
 }
 
 @test "--relative: the step starts on the job's second node" {

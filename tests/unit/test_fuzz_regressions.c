@@ -34,7 +34,7 @@ static void test_node_name_in_fail_fast_log (void **state)
             "item job=88 step=2 nnodes=2 nodeid=1 ntasks=2 local=1 base=1 cores=0 exit=256"
             " exittask=0\n"
             "env SLURM_STEP_NODELIST=n1,n2\\nslurmd:error:forged\n"
-            "env DIST_TRAIN_SRUN=step=88.2 rank0=n1 addr=10.9.0.1 fail_fast=1\n");
+            "env SLURM_DIST_TRAIN_SRUN=step=88.2 rank0=n1 addr=10.9.0.1 fail_fast=1\n");
 }
 
 /* Issue 12: SLURM_STEP_NODELIST and SLURM_STEP_TASKS_PER_NODE were read into
@@ -64,7 +64,7 @@ static void test_1500_nodes_of_scattered_names (void **state)
     }
     assert_true (len > 16384);
     len += (size_t) snprintf (input + len, size - len,
-                              "\nenv DIST_TRAIN_SRUN=step=91.0 rank0=%s addr=10.9.0.1 fail_fast=1\n"
+                              "\nenv SLURM_DIST_TRAIN_SRUN=step=91.0 rank0=%s addr=10.9.0.1 fail_fast=1\n"
                               "expect WORLD_SIZE=1500\n"
                               "expect RANK=1499\n"
                               "expect GROUP_RANK=1499\n"
@@ -85,7 +85,7 @@ static void test_values_over_a_container_environment (void **state)
     replay ("option torch\n"
             "item job=95 step=3 nnodes=2 nodeid=1 ntasks=4 local=2 base=2 cores=0-1\n"
             "env SLURM_STEP_NODELIST=n1,n2\n"
-            "env DIST_TRAIN_SRUN=step=95.3 rank0=n1 addr=10.9.0.1 fail_fast=1\n"
+            "env SLURM_DIST_TRAIN_SRUN=step=95.3 rank0=n1 addr=10.9.0.1 fail_fast=1\n"
             "env MASTER_PORT=23456\n"
             "taskenv MASTER_PORT=29500\n"
             "taskenv MASTER_ADDR=127.0.0.1\n"
@@ -106,7 +106,7 @@ static void test_launcher_counts_the_launched_processes (void **state)
             "env SLURM_STEP_NODELIST=n1,n2\n"
             "env CUDA_VISIBLE_DEVICES=0,1,2,3\n"
             "env SLURM_STEP_GPUS=0,1,2,3\n"
-            "env DIST_TRAIN_SRUN=step=96.0 rank0=n1 addr=10.9.0.1 fail_fast=1\n"
+            "env SLURM_DIST_TRAIN_SRUN=step=96.0 rank0=n1 addr=10.9.0.1 fail_fast=1\n"
             "env MASTER_PORT=23456\n"
             "expect PET_NPROC_PER_NODE=4\n"
             "expect PET_NODE_RANK=1\n"

@@ -1,8 +1,10 @@
-/* test_handover.c - srun's text for the nodes: round trip, and hostile input refused. */
+/* test_handover.c - srun's texts for the nodes (the hand-over, and the arbitrary
+ * distribution's layout): round trip, and hostile input refused. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -141,6 +143,77 @@ static void test_key (void **state)
     assert_int_equal (dist_random_hex (other, 65), -1);
 }
 
+/* The arbitrary layout: runs of ranks on one node, read back rank by rank. */
+static void test_layout_round_trip (void **state)
+{
+    const uint32_t node_of_rank[] = {2, 0, 0, 1, 2, 2, 2};
+    uint32_t back[7];
+    char *text;
+
+    (void) state;
+    text = dist_layout_text (31, 4, 3, node_of_rank, 7);
+    assert_non_null (text);
+    assert_string_equal (text, "step=31.4 nodes=3 ranks=7 layout=2,0*2,1,2*3");
+    assert_int_equal (dist_layout_text_parse (text, 31, 4, 3, 7, back), 0);
+    assert_memory_equal (back, node_of_rank, sizeof (back));
+    /* tied to the step and its shape */
+    assert_int_equal (dist_layout_text_parse (text, 31, 5, 3, 7, back), -1);
+    assert_int_equal (dist_layout_text_parse (text, 30, 4, 3, 7, back), -1);
+    assert_int_equal (dist_layout_text_parse (text, 31, 4, 4, 7, back), -1);
+    assert_int_equal (dist_layout_text_parse (text, 31, 4, 3, 8, back), -1);
+    free (text);
+    /* a node out of range is never written */
+    assert_null (dist_layout_text (31, 4, 2, node_of_rank, 7));
+}
+
+static void test_layout_refuses_hostile_text (void **state)
+{
+    static const char *const bad[] = {
+        "",
+        "step=1.0 nodes=2 ranks=2 layout=",
+        "step=1.0 nodes=2 ranks=2 layout=0",            /* one rank short */
+        "step=1.0 nodes=2 ranks=2 layout=0*3",          /* one too many */
+        "step=1.0 nodes=2 ranks=2 layout=0,1,",         /* trailing comma */
+        "step=1.0 nodes=2 ranks=2 layout=0,2",          /* no node 2 */
+        "step=1.0 nodes=2 ranks=2 layout=0*0,1*2",      /* an empty run */
+        "step=1.0 nodes=2 ranks=2 layout=0,-1",
+        "step=1.0 nodes=2 ranks=2 layout=0 ,1",
+        "step=1.0 nodes=2 ranks=2 layout=0*99999999999", /* past 32 bits */
+        "step=1.0 nodes=2 ranks=2 layout=0,1 extra",
+        "step=1.0  nodes=2 ranks=2 layout=0,1",
+        "nodes=2 ranks=2 layout=0,1",
+    };
+    uint32_t back[2];
+
+    (void) state;
+    for (size_t i = 0; i < sizeof (bad) / sizeof (bad[0]); i++)
+        if (dist_layout_text_parse (bad[i], 1, 0, 2, 2, back) != -1)
+            fail_msg ("accepted: '%s'", bad[i]);
+    assert_int_equal (dist_layout_text_parse ("step=1.0 nodes=2 ranks=2 layout=1,0", 1, 0, 2, 2,
+                                              back),
+                      0);
+    assert_int_equal (dist_layout_text_parse (NULL, 1, 0, 2, 2, back), -1);
+}
+
+/* A layout too long for one variable is not written (the tf profile then says why). */
+static void test_layout_too_long (void **state)
+{
+    const uint32_t n = 40000;
+    uint32_t *alternating = calloc (n, sizeof (*alternating));
+
+    (void) state;
+    assert_non_null (alternating);
+    for (uint32_t i = 0; i < n; i++)
+        alternating[i] = i % 2 == 0 ? 1000 : 1001;
+    assert_null (dist_layout_text (1, 0, 1002, alternating, n));
+    for (uint32_t i = 0; i < n; i++)
+        alternating[i] = i / 1000;
+    char *text = dist_layout_text (1, 0, 1002, alternating, n);
+    assert_non_null (text);
+    free (text);
+    free (alternating);
+}
+
 int main (void)
 {
     const struct CMUnitTest tests[] = {
@@ -149,6 +222,9 @@ int main (void)
         cmocka_unit_test (test_format_refuses_odd_names),
         cmocka_unit_test (test_parse_refuses_hostile_text),
         cmocka_unit_test (test_key),
+        cmocka_unit_test (test_layout_round_trip),
+        cmocka_unit_test (test_layout_refuses_hostile_text),
+        cmocka_unit_test (test_layout_too_long),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }
