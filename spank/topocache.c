@@ -149,46 +149,75 @@ static bool load_cache (struct dist_topo *t, bool need_io)
 
 /* hwloc loads its plugins at the first topology of a process and unloads them with the
  * last, reading DIST_TOPO_PLUGINS_ENV only then (libdist/topo.h).  slurmstepd parses only
- * what hwloc wrote (our cache, the child's export) and the live machine, so it wants the
- * PCI plugin and neither the GPU ones nor libxml2's.  Its threads already run when a
- * plugin does, and setenv/unsetenv there can free or rewrite the array another thread's
- * getenv is walking: so slurmstepd's environment is never changed.  Once, a copy of the
- * array with the switch added is put in its place with one pointer store, hwloc's
- * plugins are loaded by one topology that is kept for good (they stay loaded, and the
- * switch is never read again), and the array is put back.  The copy is never freed: a
- * thread may still be reading it.  A site's own setting is left alone. */
-static char **volatile environ_with_switch;
-static hwloc_topology_t plugins_holder;
+ * what hwloc wrote (our cache, the child's export), which wants none of them (0.1 ms to
+ * load them; 2.5 ms with the GPU ones), or the live machine, whose I/O devices want the
+ * PCI plugin (once per boot: later steps read the cache).  Its threads already run when
+ * a plugin does, and setenv/unsetenv there can free or rewrite the array another
+ * thread's getenv is walking: so slurmstepd's environment is never changed.  Instead a
+ * copy of the array with the switch added is put in its place with one pointer store,
+ * hwloc's plugins are loaded by a topology that is kept (they stay loaded, and the switch
+ * is not read again), and the array is put back.  A site's own setting is left alone. */
+enum plugins { PLUGINS_NONE, PLUGINS_EXPORTS, PLUGINS_LIVE_IO };
 
-/* In the child that reads a site's file (libdist/topofile.c): hwloc's plugins go with
- * the last topology, and the child loads its own, libxml2's among them. */
+static const char *const plugins_switch[] = {
+    [PLUGINS_EXPORTS] = DIST_TOPO_PLUGINS_ENV "=" DIST_TOPO_PLUGINS_FOR_EXPORTS ",hwloc_pci",
+    [PLUGINS_LIVE_IO] = DIST_TOPO_PLUGINS_ENV "=" DIST_TOPO_PLUGINS_FOR_EXPORTS,
+};
+static hwloc_topology_t plugins_holder;
+static enum plugins plugins_loaded;
+
+/* Let go of hwloc's plugins (they are unloaded with the last topology): before loading
+ * others, and in the child that reads a site's file (libdist/topofile.c), which loads its
+ * own, libxml2's among them. */
 static void plugins_release (void)
 {
     if (plugins_holder != NULL)
         hwloc_topology_destroy (plugins_holder);
     plugins_holder = NULL;
+    plugins_loaded = PLUGINS_NONE;
 }
 
-static void plugins_load_once (void)
+/* slurmstepd's environment with the switch for these plugins added.  Every copy is kept
+ * (a thread may still be reading one); a process makes one for each change of plugins,
+ * slurmstepd one or two. */
+static char **environ_for (enum plugins which, char **orig)
 {
-    size_t n = 0, i;
-    char **orig = environ, **copy;
+    static char ***copies;
+    static size_t ncopies;
+    char ***more, **copy;
+    size_t n = 0;
 
-    if (plugins_holder != NULL)
-        return;
-    dist_topo_file_child_prepare = plugins_release;
-    if (getenv (DIST_TOPO_PLUGINS_ENV) != NULL || orig == NULL) {
-        (void) hwloc_topology_init (&plugins_holder);
-        return;
-    }
     while (orig[n] != NULL)
         n++;
     if ((copy = calloc (n + 2, sizeof (*copy))) == NULL)
+        return NULL;
+    if ((more = realloc (copies, (ncopies + 1) * sizeof (*copies))) == NULL) {
+        free (copy);
+        return NULL;
+    }
+    copies = more;
+    copies[ncopies++] = copy;
+    memcpy (copy, orig, n * sizeof (*copy));
+    copy[n] = (char *) plugins_switch[which];
+    return copy;
+}
+
+/* hwloc's plugins for the loads that follow, none of ours alive. */
+static void plugins_load (enum plugins which)
+{
+    char **orig = environ, **copy;
+
+    /* (the PCI plugin, once loaded, stays: unloading it costs more than keeping it) */
+    if (plugins_loaded == which || (plugins_loaded == PLUGINS_LIVE_IO && which == PLUGINS_EXPORTS))
         return;
-    for (i = 0; i < n; i++)
-        copy[i] = orig[i];
-    copy[n] = (char *) DIST_TOPO_PLUGINS_ENV "=" DIST_TOPO_PLUGINS_FOR_EXPORTS;
-    environ_with_switch = copy;
+    plugins_release ();
+    dist_topo_file_child_prepare = plugins_release;
+    plugins_loaded = which;
+    if (getenv (DIST_TOPO_PLUGINS_ENV) != NULL || orig == NULL
+        || (copy = environ_for (which, orig)) == NULL) {
+        (void) hwloc_topology_init (&plugins_holder);
+        return;
+    }
     __atomic_store_n (&environ, copy, __ATOMIC_SEQ_CST);
     (void) hwloc_topology_init (&plugins_holder);
     /* (unless another thread replaced the array meanwhile: then it is theirs) */
@@ -290,7 +319,7 @@ enum topo_source dist_train_topology_load (struct dist_topo *t, bool need_io, ch
 {
     const char *xmlfile = getenv ("HWLOC_XMLFILE");
 
-    plugins_load_once ();
+    plugins_load (PLUGINS_EXPORTS);
     if (dist_train.cfg.topology[0] != '\0')
         return load_site_file (t, "topology", dist_train.cfg.topology, err, errsz);
     if (xmlfile != NULL && xmlfile[0] != '\0')
@@ -298,6 +327,8 @@ enum topo_source dist_train_topology_load (struct dist_topo *t, bool need_io, ch
     if (load_cache (t, need_io))
         return TOPO_CACHE;
     /* the machine itself; PCI discovery only for GPUs or NICs to place */
+    if (need_io)
+        plugins_load (PLUGINS_LIVE_IO);
     if (dist_topo_load (t, NULL, DIST_TOPO_WHOLE_MACHINE | (need_io ? DIST_TOPO_IO : 0), err, errsz)
         == 0)
         return need_io ? TOPO_LIVE_IO : TOPO_LIVE;

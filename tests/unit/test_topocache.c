@@ -452,6 +452,36 @@ static void test_cache_dir_bounded (void **state)
     assert_int_equal (access (OURS, F_OK), 0);
 }
 
+/* After a load that wanted no plugins (the cache's), a live load with I/O devices gets
+ * hwloc's PCI plugin: the machine's PCI devices are there. */
+static void test_live_io_after_cache (void **state)
+{
+    char err[DIST_ERR_MAX];
+    struct dist_topo t;
+    DIR *d = opendir ("/sys/bus/pci/devices");
+    struct dirent *de;
+    int devices = 0;
+
+    (void) state;
+    while (d != NULL && (de = readdir (d)) != NULL)
+        devices += de->d_name[0] != '.';
+    if (d != NULL)
+        closedir (d);
+    if (devices == 0)
+        skip ();
+    load_and_save ();
+    assert_int_equal (dist_train_topology_load (&t, false, err, sizeof (err)), TOPO_CACHE);
+    dist_topo_destroy (&t);
+    /* (a cache without I/O devices does not serve a load that needs them) */
+    assert_int_equal (dist_train_topology_load (&t, true, err, sizeof (err)), TOPO_LIVE_IO);
+    assert_non_null (hwloc_get_next_pcidev (t.topo, NULL));
+    dist_topo_destroy (&t);
+    /* and the cache again, without them */
+    assert_int_equal (dist_train_topology_load (&t, false, err, sizeof (err)), TOPO_CACHE);
+    assert_null (hwloc_get_next_pcidev (t.topo, NULL));
+    dist_topo_destroy (&t);
+}
+
 /* A FUSE file system that never answers, mounted on dir: every look-up under it waits. */
 static int hung_fd = -1;
 
@@ -594,6 +624,7 @@ int main (void)
         cmocka_unit_test_setup (test_cache_dir_others_cannot_search, fresh_cache),
         cmocka_unit_test_setup (test_stale_temporaries_removed, fresh_cache),
         cmocka_unit_test_setup (test_cache_dir_bounded, fresh_cache),
+        cmocka_unit_test_setup (test_live_io_after_cache, fresh_cache),
         cmocka_unit_test_setup (test_site_file_on_a_hung_mount, fresh_cache),
         cmocka_unit_test_setup (test_hwloc_xmlfile_on_a_hung_mount, fresh_cache),
         cmocka_unit_test_setup (test_site_file_fifo, fresh_cache),
