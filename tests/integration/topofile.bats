@@ -12,7 +12,8 @@ HUNG="$TOP/tests/integration/helpers/hung_mount.py"
 
 setup_file() {
     [[ -x $PLAN ]] || { echo "build first: $PLAN is missing" >&2; return 1; }
-    [[ -c /dev/fuse ]] || { echo "no /dev/fuse: load the fuse module (modprobe fuse)" >&2; return 1; }
+    [[ -c /dev/fuse ]] || modprobe fuse 2>/dev/null || true
+    [[ -c /dev/fuse ]] || { echo "no /dev/fuse: the kernel's fuse module is needed (modprobe fuse)" >&2; return 1; }
 }
 
 # on_hung_mount CMD...: CMD with $MNT a hung mount; its output in $output.
