@@ -102,7 +102,8 @@ int dist_topo_site_key (char *buf, size_t size, const char *boot_id, unsigned hw
 #define DIST_TOPO_PLUGINS_GPU \
     "hwloc_gl,hwloc_opencl,hwloc_cuda,hwloc_nvml,hwloc_rsmi,hwloc_levelzero"
 #define DIST_TOPO_PLUGINS_FOR_SITE_XML DIST_TOPO_PLUGINS_GPU ",hwloc_pci"
-#define DIST_TOPO_PLUGINS_FOR_EXPORTS DIST_TOPO_PLUGINS_GPU ",hwloc_xml_libxml"
+#define DIST_TOPO_PLUGINS_FOR_LIVE_IO DIST_TOPO_PLUGINS_GPU ",hwloc_xml_libxml"
+#define DIST_TOPO_PLUGINS_FOR_EXPORTS DIST_TOPO_PLUGINS_FOR_LIVE_IO ",hwloc_pci"
 
 /* The identity of a site's topology file, as the reading child found it (stat). */
 struct dist_topo_file_id {
@@ -135,10 +136,6 @@ extern int dist_topo_file_timeout_ms;
 int dist_topo_read_file (const char *label, const char *path, unsigned flags,
                          dist_topo_want_fn want, void *arg, char **xml, size_t *len, char *err,
                          size_t errsz);
-
-/* dist_topo_read_file for dist-train-plan --topology: always the export, or NULL. */
-char *dist_topo_validate_file (const char *path, unsigned flags, size_t *len, char *err,
-                               size_t errsz);
 
 /* The same from an XML text in memory of len bytes, its NUL included. */
 int dist_topo_load_xml (struct dist_topo *t, const char *xml, size_t len, unsigned flags,

@@ -54,6 +54,12 @@ static int write_all (int fd, const char *buf, size_t len)
     return 0;
 }
 
+/* In the child: "1" + why it cannot go on, and exit. */
+static void child_refuses (int fd, const char *why)
+{
+    _exit (write_all (fd, "1", 1) < 0 || write_all (fd, why, strlen (why)) < 0 ? 2 : 1);
+}
+
 /* In the child: "I dev ino size sec nsec\n" and, when asked to go on ('L'), "0" + XML or
  * "1" + the reason; then exit. */
 static void child (int fd, const char *path, unsigned flags, bool ask)
@@ -80,14 +86,12 @@ static void child (int fd, const char *path, unsigned flags, bool ask)
     if (getenv (DIST_TOPO_PLUGINS_ENV) == NULL)
         (void) setenv (DIST_TOPO_PLUGINS_ENV, DIST_TOPO_PLUGINS_FOR_SITE_XML, 1);
     if (stat (path, &st) < 0) {
-        snprintf (err, sizeof (err), "1cannot read it: %s", strerror (errno));
-        _exit (write_all (fd, err, strlen (err)) < 0 ? 2 : 1);
+        snprintf (err, sizeof (err), "cannot read it: %s", strerror (errno));
+        child_refuses (fd, err);
     }
     /* a FIFO or a device would hold hwloc until the deadline, for nothing */
-    if (!S_ISREG (st.st_mode)) {
-        snprintf (err, sizeof (err), "1it is not a regular file");
-        _exit (write_all (fd, err, strlen (err)) < 0 ? 2 : 1);
-    }
+    if (!S_ISREG (st.st_mode))
+        child_refuses (fd, "it is not a regular file");
     if (ask) {
         snprintf (line, sizeof (line), "I %llu %llu %lld %lld %ld\n",
                   (unsigned long long) st.st_dev, (unsigned long long) st.st_ino,
@@ -99,15 +103,10 @@ static void child (int fd, const char *path, unsigned flags, bool ask)
         if (go != 'L')
             _exit (0);
     }
-    err[0] = '1';
-    if (dist_topo_load (&t, path, flags, err + 1, sizeof (err) - 1) < 0) {
-        snprintf (err, sizeof (err), "1hwloc cannot read it as a topology");
-        _exit (write_all (fd, err, strlen (err)) < 0 ? 2 : 1);
-    }
-    if (hwloc_topology_export_xmlbuffer (t.topo, &xml, &len, 0) < 0 || len < 2) {
-        snprintf (err, sizeof (err), "1hwloc cannot export the topology it read");
-        _exit (write_all (fd, err, strlen (err)) < 0 ? 2 : 1);
-    }
+    if (dist_topo_load (&t, path, flags, err, sizeof (err)) < 0)
+        child_refuses (fd, "hwloc cannot read it as a topology");
+    if (hwloc_topology_export_xmlbuffer (t.topo, &xml, &len, 0) < 0 || len < 2)
+        child_refuses (fd, "hwloc cannot export the topology it read");
     /* (len counts the NUL) */
     if (write_all (fd, "0", 1) < 0 || write_all (fd, xml, (size_t) len - 1) < 0)
         _exit (2);
@@ -215,8 +214,8 @@ int dist_topo_read_file (const char *label, const char *path, unsigned flags,
 {
     struct answer a = {.fd = -1};
     struct dist_topo_file_id id;
-    int sv[2], status = 0, rc = -1, got;
-    bool reaped, killed = false, stopped = false;
+    int sv[2], status = 0, got;
+    bool reaped, stopped = false;
     pid_t pid;
 
     *xml = NULL;
@@ -265,12 +264,10 @@ int dist_topo_read_file (const char *label, const char *path, unsigned flags,
         while (more (&a) > 0)
             ;
     close (a.fd);
-    if (a.late || a.why != NULL) {
+    if (a.late || a.why != NULL)
         kill (pid, SIGKILL);
-        killed = true;
-    }
-    reaped = reap (pid, &status) == 0;
-    if (!reaped && !killed) {
+    /* (and a child that does not end by itself, after its answer) */
+    if (!(reaped = reap (pid, &status) == 0)) {
         kill (pid, SIGKILL);
         reaped = reap (pid, &status) == 0;
     }
@@ -282,7 +279,8 @@ int dist_topo_read_file (const char *label, const char *path, unsigned flags,
     } else if (a.why != NULL) {
         snprintf (err, errsz, "%s=%s: %s", label, path, a.why);
     } else if (stopped) {
-        rc = 0;
+        free (a.buf);
+        return 0;
     } else if (reaped && WIFSIGNALED (status)) {
         snprintf (err, errsz,
                   "%s=%s: hwloc crashed reading it (signal %d, %s): the file is corrupt", label,
@@ -300,15 +298,5 @@ int dist_topo_read_file (const char *label, const char *path, unsigned flags,
         snprintf (err, errsz, "%s=%s: hwloc's reading of it failed", label, path);
     }
     free (a.buf);
-    return rc;
-}
-
-char *dist_topo_validate_file (const char *path, unsigned flags, size_t *len, char *err,
-                               size_t errsz)
-{
-    char *xml = NULL;
-
-    if (dist_topo_read_file ("topology", path, flags, NULL, NULL, &xml, len, err, errsz) != 1)
-        return NULL;
-    return xml;
+    return -1;
 }

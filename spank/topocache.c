@@ -160,8 +160,8 @@ static bool load_cache (struct dist_topo *t, bool need_io)
 enum plugins { PLUGINS_NONE, PLUGINS_EXPORTS, PLUGINS_LIVE_IO };
 
 static const char *const plugins_switch[] = {
-    [PLUGINS_EXPORTS] = DIST_TOPO_PLUGINS_ENV "=" DIST_TOPO_PLUGINS_FOR_EXPORTS ",hwloc_pci",
-    [PLUGINS_LIVE_IO] = DIST_TOPO_PLUGINS_ENV "=" DIST_TOPO_PLUGINS_FOR_EXPORTS,
+    [PLUGINS_EXPORTS] = DIST_TOPO_PLUGINS_ENV "=" DIST_TOPO_PLUGINS_FOR_EXPORTS,
+    [PLUGINS_LIVE_IO] = DIST_TOPO_PLUGINS_ENV "=" DIST_TOPO_PLUGINS_FOR_LIVE_IO,
 };
 static hwloc_topology_t plugins_holder;
 static enum plugins plugins_loaded;
@@ -256,10 +256,10 @@ static bool load_site_copy (struct dist_topo *t, const char *want)
 }
 
 /* What the reading child's stat of the site's file decides: the checked copy, when it is
- * this very file's, loaded into t; else the key a new copy gets. */
+ * this very file's, loaded into t (and the child stops); else the key a new copy gets. */
 struct site_read {
     struct dist_topo *t;
-    bool have_key, from_copy;
+    bool have_key;
     char key[DIST_TOPO_CACHE_KEY_MAX];
 };
 
@@ -272,8 +272,7 @@ static bool site_export_wanted (const struct dist_topo_file_id *id, void *arg)
                   && dist_topo_site_key (r->key, sizeof (r->key), boot, hwloc_get_api_version (),
                                          id->dev, id->ino, id->size, id->mtime_s, id->mtime_ns)
                          == 0;
-    r->from_copy = r->have_key && load_site_copy (r->t, r->key);
-    return !r->from_copy;
+    return !(r->have_key && load_site_copy (r->t, r->key));
 }
 
 /* plugstack topology=FILE, or hwloc's HWLOC_XMLFILE from slurmd's environment: the
@@ -292,10 +291,8 @@ static enum topo_source load_site_file (struct dist_topo *t, const char *label, 
     got = dist_topo_read_file (label, file, DIST_TOPO_IO, site_export_wanted, &r, &xml, &len, why,
                                sizeof (why));
     if (got == 0)
-        return r.from_copy ? TOPO_SITE_COPY : TOPO_NONE;
+        return TOPO_SITE_COPY;
     if (got < 0) {
-        if (r.from_copy)
-            dist_topo_destroy (t);
         snprintf (err, errsz, "%s (check it with dist-train-plan --topology)", why);
         return TOPO_NONE;
     }

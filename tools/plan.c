@@ -60,7 +60,7 @@ static void print_plan (const struct dist_topo *t, const int *step_gpu,
 
 int main (int argc, char **argv)
 {
-    const char *xml = NULL, *gpus = NULL, *cores = NULL;
+    const char *xml = NULL, *gpus = NULL, *cores = NULL, *label = "topology";
     int ntasks = 0, runs = 0, step_gpu[DIST_GPUS_MAX], nstep, i, rc;
     struct dist_topo t;
     struct dist_bind_plan plan;
@@ -108,12 +108,13 @@ int main (int argc, char **argv)
     /* A file is read by hwloc in a child, as the plugin does: a corrupt one is named as
      * such, not a crash of this program; what is planned here is the child's export of
      * it, the text slurmstepd parses (the file itself is never parsed in this process). */
-    if (xml != NULL || getenv ("HWLOC_XMLFILE") != NULL) {
+    if (xml == NULL && (xml = getenv ("HWLOC_XMLFILE")) != NULL)
+        label = "HWLOC_XMLFILE";
+    if (xml != NULL) {
         size_t len = 0;
         char *checked = NULL;
-        if (dist_topo_read_file (xml != NULL ? "topology" : "HWLOC_XMLFILE",
-                                 xml != NULL ? xml : getenv ("HWLOC_XMLFILE"), DIST_TOPO_IO, NULL,
-                                 NULL, &checked, &len, err, sizeof (err))
+        if (dist_topo_read_file (label, xml, DIST_TOPO_IO, NULL, NULL, &checked, &len, err,
+                                 sizeof (err))
             != 1) {
             fprintf (stderr, "dist-train-plan: %s\n", err);
             return 1;
@@ -168,10 +169,7 @@ int main (int argc, char **argv)
         return 1;
     }
     printf ("topology %s: %d PUs, %d NUMA nodes, %d GPUs, %d RDMA NICs\n",
-            xml != NULL                        ? xml
-            : getenv ("HWLOC_XMLFILE") != NULL ? getenv ("HWLOC_XMLFILE")
-                                               : "(this machine)",
-            hwloc_get_nbobjs_by_type (t.topo, HWLOC_OBJ_PU),
+            xml != NULL ? xml : "(this machine)", hwloc_get_nbobjs_by_type (t.topo, HWLOC_OBJ_PU),
             hwloc_get_nbobjs_by_type (t.topo, HWLOC_OBJ_NUMANODE), t.ngpus, t.nnics);
     print_plan (&t, step_gpu, &plan);
     dist_bind_plan_free (&plan);
