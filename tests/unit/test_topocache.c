@@ -538,57 +538,56 @@ static enum topo_source bounded_load (char *err, size_t errsz, double *took)
     return source;
 }
 
-/* plugstack topology= on a hung mount: even the stat that checks the cached copy is the
- * child's, and the child is stopped at the deadline. */
-static void test_site_file_on_a_hung_mount (void **state)
+/* A load of the file the case set up: refused within the deadline, with message. */
+static void expect_stopped (const char *message)
 {
     char err[DIST_ERR_MAX];
     double took;
 
+    assert_int_equal (bounded_load (err, sizeof (err), &took), TOPO_NONE);
+    print_message ("  %.2f s: %s\n", took, err);
+    assert_true (took < 5);
+    assert_non_null (strstr (err, message));
+}
+
+/* After each case with a file that never answers, also when it failed. */
+static int unhang (void **state)
+{
+    (void) state;
+    unmount_hung ("/run/hung");
+    unlink ("/run/dist-train-test.fifo");
+    return 0;
+}
+
+/* plugstack topology= on a hung mount: even the stat that checks the cached copy is the
+ * child's, and the child is stopped at the deadline. */
+static void test_site_file_on_a_hung_mount (void **state)
+{
     (void) state;
     if (!mount_hung ("/run/hung"))
         skip ();
     snprintf (dist_train.cfg.topology, sizeof (dist_train.cfg.topology), "/run/hung/node.xml");
-    assert_int_equal (bounded_load (err, sizeof (err), &took), TOPO_NONE);
-    unmount_hung ("/run/hung");
-    print_message ("  %.2f s: %s\n", took, err);
-    assert_true (took < 5);
-    assert_non_null (strstr (err, "topology=/run/hung/node.xml: reading it took longer than 0.5 s"));
+    expect_stopped ("topology=/run/hung/node.xml: reading it took longer than 0.5 s");
 }
 
 /* hwloc's HWLOC_XMLFILE in slurmd's environment goes through the same child. */
 static void test_hwloc_xmlfile_on_a_hung_mount (void **state)
 {
-    char err[DIST_ERR_MAX];
-    double took;
-
     (void) state;
     if (!mount_hung ("/run/hung"))
         skip ();
     setenv ("HWLOC_XMLFILE", "/run/hung/node.xml", 1);
-    assert_int_equal (bounded_load (err, sizeof (err), &took), TOPO_NONE);
-    unsetenv ("HWLOC_XMLFILE");
-    unmount_hung ("/run/hung");
-    print_message ("  %.2f s: %s\n", took, err);
-    assert_true (took < 5);
-    assert_non_null (strstr (err, "HWLOC_XMLFILE=/run/hung/node.xml: reading it took longer"));
+    expect_stopped ("HWLOC_XMLFILE=/run/hung/node.xml: reading it took longer");
 }
 
 /* A FIFO that nobody writes: refused at once, not waited on. */
 static void test_site_file_fifo (void **state)
 {
-    char err[DIST_ERR_MAX];
-    double took;
-
     (void) state;
     assert_int_equal (mkfifo ("/run/dist-train-test.fifo", 0600), 0);
     snprintf (dist_train.cfg.topology, sizeof (dist_train.cfg.topology),
               "/run/dist-train-test.fifo");
-    assert_int_equal (bounded_load (err, sizeof (err), &took), TOPO_NONE);
-    unlink ("/run/dist-train-test.fifo");
-    print_message ("  %.2f s: %s\n", took, err);
-    assert_true (took < 5);
-    assert_non_null (strstr (err, "topology=/run/dist-train-test.fifo: it is not a regular file"));
+    expect_stopped ("topology=/run/dist-train-test.fifo: it is not a regular file");
 }
 
 /* HWLOC_XMLFILE read once in the child, then from the checked copy root saved. */
@@ -625,9 +624,9 @@ int main (void)
         cmocka_unit_test_setup (test_stale_temporaries_removed, fresh_cache),
         cmocka_unit_test_setup (test_cache_dir_bounded, fresh_cache),
         cmocka_unit_test_setup (test_live_io_after_cache, fresh_cache),
-        cmocka_unit_test_setup (test_site_file_on_a_hung_mount, fresh_cache),
-        cmocka_unit_test_setup (test_hwloc_xmlfile_on_a_hung_mount, fresh_cache),
-        cmocka_unit_test_setup (test_site_file_fifo, fresh_cache),
+        cmocka_unit_test_setup_teardown (test_site_file_on_a_hung_mount, fresh_cache, unhang),
+        cmocka_unit_test_setup_teardown (test_hwloc_xmlfile_on_a_hung_mount, fresh_cache, unhang),
+        cmocka_unit_test_setup_teardown (test_site_file_fifo, fresh_cache, unhang),
         cmocka_unit_test_setup (test_hwloc_xmlfile_checked_copy, fresh_cache),
     };
     cpu_set_t mask;
