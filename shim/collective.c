@@ -7,19 +7,10 @@
 #include "shim/dtshim.h"
 #include "shim/shim.h"
 
-int shim_begin (uint64_t *seq)
+void shim_begin_deadline (void)
 {
     double whole, frac;
 
-    if (!shim_world.initialized)
-        return DTSHIM_ERR_NOT_INITIALIZED;
-    pthread_mutex_lock (&shim_world.lock);
-    if (shim_world.broken) {
-        pthread_mutex_unlock (&shim_world.lock);
-        return shim_fail (DTSHIM_ERR_BROKEN, "an earlier collective timed out");
-    }
-    *seq = shim_world.seq++;
-    /* One deadline for the whole call: its fence and its gets. */
     clock_gettime (CLOCK_MONOTONIC, &shim_world.deadline);
     /* Saturated: the settings refuse more than SHIM_TIMEOUT_MAX (1e19 s overflowed here). */
     frac = modf (shim_world.timeout_s < SHIM_TIMEOUT_MAX ? shim_world.timeout_s
@@ -31,6 +22,20 @@ int shim_begin (uint64_t *seq)
         shim_world.deadline.tv_sec++;
         shim_world.deadline.tv_nsec -= 1000000000L;
     }
+}
+
+int shim_begin (uint64_t *seq)
+{
+    if (!shim_world.initialized)
+        return DTSHIM_ERR_NOT_INITIALIZED;
+    pthread_mutex_lock (&shim_world.lock);
+    if (shim_world.broken) {
+        pthread_mutex_unlock (&shim_world.lock);
+        return shim_fail (DTSHIM_ERR_BROKEN, "an earlier collective timed out");
+    }
+    *seq = shim_world.seq++;
+    /* One deadline for the whole call: its fence and its gets. */
+    shim_begin_deadline ();
     return DTSHIM_OK;
 }
 
@@ -61,7 +66,7 @@ int dtshim_barrier (void)
 
     if ((rv = shim_begin (&seq)) != DTSHIM_OK)
         return rv;
-    rv = shim_world.pmix ? shim_fence (seq) : DTSHIM_OK;
+    rv = shim_world.backend != SHIM_NONE ? shim_fence (seq) : DTSHIM_OK;
     shim_end ();
     return rv;
 }
@@ -77,7 +82,7 @@ static int broadcast (enum shim_op op, void *buf, size_t size, int root, struct 
         return rv;
     if ((rv = check_root (root)) != DTSHIM_OK)
         goto out;
-    if (shim_world.pmix) {
+    if (shim_world.backend != SHIM_NONE) {
         rv = shim_exchange (op, buf, size, shim_world.rank == root, seq);
         if (rv == DTSHIM_OK && shim_world.rank != root)
             rv = shim_read (op, seq, root, 1, &piece);
@@ -147,7 +152,8 @@ static int gather (enum shim_op op, const void *send, size_t size, int root, voi
         return rv;
     if (root >= 0 && (rv = check_root (root)) != DTSHIM_OK)
         goto out;
-    if (shim_world.pmix && (rv = shim_exchange (op, send, size, true, seq)) != DTSHIM_OK)
+    if (shim_world.backend != SHIM_NONE
+        && (rv = shim_exchange (op, send, size, true, seq)) != DTSHIM_OK)
         goto out;
     if (root >= 0 && root != shim_world.rank)
         goto out;
@@ -155,7 +161,7 @@ static int gather (enum shim_op op, const void *send, size_t size, int root, voi
         rv = DTSHIM_ERR_NO_MEMORY;
         goto out;
     }
-    if (!shim_world.pmix) {
+    if (shim_world.backend == SHIM_NONE) {
         if ((got[0].bytes = malloc (size > 0 ? size : 1)) == NULL) {
             rv = DTSHIM_ERR_NO_MEMORY;
             goto out;

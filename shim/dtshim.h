@@ -1,5 +1,6 @@
 /* dtshim.h - the distributed facts and the bootstrap collectives of a Slurm step, over the
- * PMIx server that Slurm runs in every step launched with `srun --mpi=pmix`.
+ * PMIx server that Slurm runs in every step launched with `srun --mpi=pmix`, or over Slurm's
+ * PMI-2 server (`srun --mpi=pmi2`, in every Slurm) where the step has no PMIx.
  *
  * Every function returns DTSHIM_OK (0) or a negative DTSHIM_ERR_* code; dtshim_strerror()
  * names it and dtshim_last_error() adds the detail of the last failure in this thread. The
@@ -7,10 +8,12 @@
  * program asked for DTSHIM_ABORT_ON_TIMEOUT), which ends the whole step on purpose.
  *
  * Collectives are on byte buffers and are called by every rank of the step, in the same
- * order: each call is numbered, and the number namespaces its PMIx keys, so a later call never
- * reads the value of an earlier one. Sizes go from 0 bytes to several MiB. PMIx keeps every
- * value put for the rest of the step and sends it again with later fences: the collectives
- * are for bootstrap and control messages (ids, addresses, small metadata), not bulk data.
+ * order: each call is numbered, and the number namespaces its PMIx keys (over PMI-2, its
+ * frames), so a later call never reads the value of an earlier one. Sizes go from 0 bytes to
+ * several MiB over PMIx, to 1 MiB per rank over PMI-2 (DTSHIM_ERR_TOO_LARGE beyond). PMIx
+ * keeps every value put for the rest of the step and sends it again with later fences: the
+ * collectives are for bootstrap and control messages (ids, addresses, small metadata), not
+ * bulk data.
  *
  * Thread-safety: dtshim_init() and dtshim_finalize() must not race with any other call. The
  * collectives are serialized by an internal lock, so two threads may call them, but the order
@@ -35,8 +38,8 @@ extern "C" {
 enum dtshim_status {
     DTSHIM_OK = 0,
     DTSHIM_ERR_NOT_INITIALIZED = -1, /* dtshim_init() was not called (or failed) */
-    DTSHIM_ERR_NO_PMIX = -2, /* a Slurm step without a PMIx server (--mpi=none) */
-    DTSHIM_ERR_PMIX = -3, /* a PMIx call failed; see dtshim_last_error() */
+    DTSHIM_ERR_NO_PMIX = -2, /* a Slurm step without a PMIx or PMI-2 server (--mpi=none) */
+    DTSHIM_ERR_PMIX = -3, /* a PMIx or PMI-2 call failed; see dtshim_last_error() */
     DTSHIM_ERR_TIMEOUT = -4, /* a peer did not arrive before the deadline */
     DTSHIM_ERR_BROKEN = -5, /* an earlier call timed out: exchanges are lost */
     DTSHIM_ERR_INVALID = -6, /* a bad argument (NULL buffer, root out of range) */
@@ -50,6 +53,7 @@ enum dtshim_status {
     DTSHIM_ERR_NCCL = -14,
     DTSHIM_ERR_NOT_BUILT = -15, /* this libdtshim was built without NCCL */
     DTSHIM_ERR_FENCE = -16, /* the step runs Slurm's PMIx tree fence, which does not wait */
+    DTSHIM_ERR_TOO_LARGE = -17, /* a payload beyond what the transport carries (PMI-2: 1 MiB) */
 };
 
 /* What a code means, e.g. "no PMIx server in this step: launch with srun --mpi=pmix ...".
@@ -63,7 +67,8 @@ const char *dtshim_last_error (void);
 /* Connect to the step's PMIx server, read the facts, install the preemption handlers.
  * - In a Slurm step with PMIx (srun --mpi=pmix, or MpiDefault=pmix): rank, size ... of the
  *   step.
- * - In a Slurm step of several tasks without PMIx (srun --mpi=none): DTSHIM_ERR_NO_PMIX.
+ * - In a step with Slurm's PMI-2 and no PMIx (srun --mpi=pmi2): the same, over PMI-2.
+ * - In a Slurm step of several tasks with neither (srun --mpi=none): DTSHIM_ERR_NO_PMIX.
  * - Outside Slurm, or in a step of one task without PMIx: a world of one, where every
  *   collective completes at once.
  * - In a step of several nodes under Slurm's tree fence (SLURM_PMIX_FENCE=tree, or
@@ -75,21 +80,25 @@ const char *dtshim_last_error (void);
  * or "none"; default USR2; faults, CONT, PIPE, CHLD, URG and ALRM are refused). */
 int dtshim_init (void);
 
-/* Restore the signal handlers and disconnect from PMIx. Not collective. */
+/* Restore the signal handlers and disconnect from PMIx or PMI-2. Not collective. */
 int dtshim_finalize (void);
 
-/* The facts of the step, from PMIx. Each returns -1 before dtshim_init(). */
+/* The facts of the step, from PMIx (over PMI-2, from its PMI_process_mapping). Each returns
+ * -1 before dtshim_init(). */
 int dtshim_rank (void); /* 0 .. size-1 */
 int dtshim_size (void); /* tasks in the step */
 int dtshim_local_rank (void); /* 0 .. local_size-1, the rank among the tasks of this node */
 int dtshim_local_size (void); /* tasks of the step on this node */
 int dtshim_node_rank (void); /* index of this node among the step's nodes (cross rank) */
 int dtshim_node_count (void); /* nodes of the step (cross size) */
-/* 1 when PMIx is in use, 0 in a world of one without PMIx, -1 before dtshim_init(). */
+/* 1 when PMIx is in use, 0 over PMI-2 or in a world of one, -1 before dtshim_init(). */
 int dtshim_has_pmix (void);
+/* What carries the collectives: "pmix", "pmi2" (Slurm's PMI-2, srun --mpi=pmi2) or "none"
+ * (a world of one); NULL before dtshim_init(). */
+const char *dtshim_backend (void);
 
-/* The host name of the node that runs rank 0 (the chief), as PMIx knows it; NULL before
- * dtshim_init(). */
+/* The host name of the node that runs rank 0 (the chief), as PMIx knows it (over PMI-2, as
+ * SLURM_STEP_NODELIST names it); NULL before dtshim_init(). */
 const char *dtshim_chief_host (void);
 
 /* A numeric address of the chief's node (IPv4 preferred), never loopback: the chief's host
@@ -105,12 +114,15 @@ int dtshim_chief_addr (char *buf, size_t len);
 int dtshim_set_timeout (double seconds);
 double dtshim_get_timeout (void);
 
-/* When on, a collective that times out ends the whole step (PMIx_Abort) before returning. */
+/* When on, a collective that times out ends the whole step (PMIx_Abort, or PMI-2's abort)
+ * before returning. */
 int dtshim_set_abort_on_timeout (int on);
 
-/* End every task of the step (PMIx_Abort), with status for Slurm and msg in its log.
- * Returns only when that fails (or in a world of one without PMIx, where it returns
- * DTSHIM_ERR_NO_PMIX and the caller should exit itself). */
+/* End every task of the step (PMIx_Abort, or PMI-2's abort), with status for Slurm and msg
+ * in its log. SIGTERM, which Slurm ends the tasks with, is the program's again (not recorded
+ * as a preemption). Returns only when that fails: the server refused, or Slurm has not ended
+ * the step within 10 s; or in a world of one, where it returns DTSHIM_ERR_NO_PMIX and the
+ * caller should exit itself. */
 int dtshim_abort (int status, const char *msg);
 
 /* The collectives. Every rank calls each one, in the same order. */
@@ -190,7 +202,7 @@ int dtshim_set_preempt_signal (int signo);
 
 /* Progress watchdog (off by default). With DIST_TRAIN_WATCHDOG=SECONDS in the environment
  * (--dist-train=watchdog=SECONDS sets it), dtshim_init() starts a thread that ends the whole
- * step (PMIx_Abort, exit status 124) when dtshim_progress() has not been called for that
+ * step (PMIx_Abort or PMI-2's abort, exit status 124) when dtshim_progress() has not been called for that
  * long, counting from dtshim_init(): call it once per training step. A bad value makes
  * dtshim_init() fail with DTSHIM_ERR_INVALID. dtshim_progress() is a relaxed atomic store of
  * the clock: safe from any thread, and cheap (scripts/bench-shim measures it). */

@@ -1,6 +1,7 @@
 /* exchange.c - the PMIx transport under the collectives: put/commit, fence with data
  * collection, and gets, all non-blocking with the collective's deadline, because Slurm's
- * PMIx ignores PMIX_TIMEOUT and waits 300 s for a peer that will never come. */
+ * PMIx ignores PMIX_TIMEOUT and waits 300 s for a peer that will never come. A step over
+ * PMI-2 goes to pmi2.c instead, from each entry point here. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,7 +107,7 @@ static int pending_wait (struct pending *p, uint64_t seq, const char *what)
                "within %g s",
                (unsigned long long) seq, shim_world.rank, what, shim_world.timeout_s);
     if (shim_world.abort_on_timeout)
-        PMIx_Abort (1, dtshim_last_error (), NULL, 0);
+        shim_abort (1, dtshim_last_error ());
     return DTSHIM_ERR_TIMEOUT;
 }
 
@@ -164,6 +165,8 @@ static int fence (uint64_t seq)
 /* A barrier: the shim's one kind of fence. */
 int shim_fence (uint64_t seq)
 {
+    if (shim_world.backend == SHIM_PMI2)
+        return shim_pmi2_fence (seq);
     return fence (seq);
 }
 
@@ -186,6 +189,8 @@ int shim_exchange (enum shim_op op, const void *payload, size_t size, bool contr
     uint8_t *frame;
     pmix_status_t rc = PMIX_SUCCESS;
 
+    if (shim_world.backend == SHIM_PMI2)
+        return shim_pmi2_exchange (op, payload, size, contribute, seq);
     if (!contribute)
         return fence (seq);
     if (size > SHIM_MAX_PAYLOAD)
@@ -299,6 +304,8 @@ int shim_probe (const char *key, uint64_t seq, int *any)
     *any = 0;
     if (shim_world.size <= 1)
         return DTSHIM_OK;
+    if (shim_world.backend == SHIM_PMI2)
+        return shim_pmi2_probe (key, seq, any);
     ranks = calloc ((size_t) shim_world.size, sizeof (*ranks));
     if (ranks == NULL || (p = pending_new ((size_t) shim_world.size - 1)) == NULL) {
         free (ranks);
@@ -356,6 +363,8 @@ int shim_read (enum shim_op op, uint64_t seq, int first, int count, struct shim_
     size_t *chunks = NULL, nrest = 0, k = 0;
     uint64_t size;
 
+    if (shim_world.backend == SHIM_PMI2)
+        return shim_pmi2_read (op, seq, first, count, out);
     memset (out, 0, (size_t) count * sizeof (*out));
     ranks = calloc ((size_t) count, sizeof (*ranks));
     chunks = calloc ((size_t) count, sizeof (*chunks));
@@ -434,4 +443,29 @@ out:
     free (ranks);
     free (chunks);
     return rv;
+}
+
+int shim_publish (const char *key, uint64_t seq)
+{
+    pmix_value_t value;
+    pmix_status_t rc;
+
+    if (shim_world.backend == SHIM_PMI2)
+        return shim_pmi2_publish (key, seq);
+    PMIX_VALUE_LOAD (&value, &seq, PMIX_UINT64);
+    rc = PMIx_Put (PMIX_GLOBAL, key, &value);
+    PMIX_VALUE_DESTRUCT (&value);
+    if (rc != PMIX_SUCCESS)
+        return shim_fail (DTSHIM_ERR_PMIX, "PMIx_Put(%s) failed: %s", key, PMIx_Error_string (rc));
+    if ((rc = PMIx_Commit ()) != PMIX_SUCCESS)
+        return shim_fail (DTSHIM_ERR_PMIX, "PMIx_Commit failed: %s", PMIx_Error_string (rc));
+    return DTSHIM_OK;
+}
+
+void shim_abort (int status, const char *msg)
+{
+    if (shim_world.backend == SHIM_PMI2)
+        shim_pmi2_abort (status, msg);
+    else if (shim_world.backend == SHIM_PMIX)
+        PMIx_Abort (status, msg, NULL, 0);
 }

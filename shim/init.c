@@ -1,5 +1,6 @@
 /* init.c - connecting to the step's PMIx server, the facts it gives, settings and errors. */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <fcntl.h>
@@ -9,6 +10,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "shim/dtshim.h"
@@ -55,10 +57,10 @@ const char *dtshim_strerror (int status)
     case DTSHIM_ERR_NOT_INITIALIZED:
         return "dtshim_init() has not succeeded";
     case DTSHIM_ERR_NO_PMIX:
-        return "no PMIx server in this Slurm step: launch it with srun --mpi=pmix "
-               "(or set MpiDefault=pmix in slurm.conf)";
+        return "no PMIx or PMI-2 server in this Slurm step: launch it with srun --mpi=pmix "
+               "or srun --mpi=pmi2 (or set MpiDefault=pmix in slurm.conf)";
     case DTSHIM_ERR_PMIX:
-        return "a PMIx call failed";
+        return "a PMIx or PMI-2 call failed";
     case DTSHIM_ERR_TIMEOUT:
         return "a peer did not arrive before the deadline (DTSHIM_TIMEOUT)";
     case DTSHIM_ERR_BROKEN:
@@ -86,6 +88,9 @@ const char *dtshim_strerror (int status)
     case DTSHIM_ERR_FENCE:
         return "Slurm's PMIx tree fence does not wait for the other nodes of this step: run it "
                "with SLURM_PMIX_FENCE=ring (or mixed, Slurm's default)";
+    case DTSHIM_ERR_TOO_LARGE:
+        return "a payload larger than this step's transport carries (PMI-2: 1 MiB per rank): "
+               "launch it with srun --mpi=pmix";
     }
     return "unknown dtshim status";
 }
@@ -206,7 +211,7 @@ static bool tree_fence (char *where, size_t len)
 
 static void world_of_one (void)
 {
-    shim_world.pmix = false;
+    shim_world.backend = SHIM_NONE;
     shim_world.rank = shim_world.local_rank = shim_world.node_rank = 0;
     shim_world.size = shim_world.local_size = shim_world.node_count = 1;
     if (gethostname (shim_world.chief_host, sizeof (shim_world.chief_host) - 1) != 0)
@@ -226,76 +231,107 @@ static int read_settings (void)
     return DTSHIM_OK;
 }
 
-int dtshim_init (void)
+/* Leave the server. After a timeout a fence is still pending there: PMIx_Finalize would
+ * wait on it, and PMI-2 only closes its socket. */
+static int disconnect (void)
+{
+    enum shim_backend was = shim_world.backend;
+    pmix_status_t rc;
+
+    shim_world.backend = SHIM_NONE;
+    if (was == SHIM_PMI2)
+        return shim_pmi2_finalize ();
+    if (was != SHIM_PMIX || shim_world.broken)
+        return DTSHIM_OK;
+    if ((rc = PMIx_Finalize (NULL, 0)) != PMIX_SUCCESS)
+        return shim_fail (DTSHIM_ERR_PMIX, "PMIx_Finalize failed: %s", PMIx_Error_string (rc));
+    return DTSHIM_OK;
+}
+
+static int connect_pmix (void)
 {
     char where[4200];
-    const char *tasks;
     pmix_status_t rc;
+    int rv;
+
+    rc = PMIx_Init (&shim_world.self, NULL, 0);
+    if (rc != PMIX_SUCCESS)
+        return shim_fail (DTSHIM_ERR_PMIX, "PMIx_Init failed: %s", PMIx_Error_string (rc));
+    shim_world.backend = SHIM_PMIX;
+    if ((rv = read_facts ()) != DTSHIM_OK) {
+        disconnect ();
+        return rv;
+    }
+    if (shim_world.node_count > 1 && tree_fence (where, sizeof (where))) {
+        disconnect ();
+        return shim_fail (DTSHIM_ERR_FENCE, "%s", where);
+    }
+    return DTSHIM_OK;
+}
+
+/* The step's server: PMIx where srun started one (--mpi=pmix), else Slurm's PMI-2
+ * (--mpi=pmi2, which every Slurm has), else none. */
+static int connect_server (void)
+{
+    const char *tasks;
+    int rv;
+
+    if (getenv ("PMIX_NAMESPACE") != NULL)
+        return connect_pmix ();
+    if (getenv ("PMI_FD") != NULL) {
+        shim_world.backend = SHIM_PMI2;
+        if ((rv = shim_pmi2_init ()) != DTSHIM_OK)
+            shim_world.backend = SHIM_NONE;
+        return rv;
+    }
+    /* Several tasks and no server: a world of one each would silently train N separate
+     * models. */
+    tasks = getenv ("SLURM_STEP_NUM_TASKS");
+    if (tasks != NULL && atoi (tasks) > 1)
+        return shim_fail (DTSHIM_ERR_NO_PMIX,
+                          "step of %s tasks without PMIX_NAMESPACE or PMI_FD in the environment",
+                          tasks);
+    world_of_one ();
+    return DTSHIM_OK;
+}
+
+int dtshim_init (void)
+{
     int rv;
 
     if (shim_world.initialized)
         return DTSHIM_OK;
     last_error[0] = '\0';
-    if ((rv = read_settings ()) != DTSHIM_OK)
+    shim_world.broken = false;
+    if ((rv = read_settings ()) != DTSHIM_OK || (rv = connect_server ()) != DTSHIM_OK)
         return rv;
-    if (getenv ("PMIX_NAMESPACE") == NULL) {
-        /* Several tasks and no server: a world of one each would silently train N
-		 * separate models. */
-        tasks = getenv ("SLURM_STEP_NUM_TASKS");
-        if (tasks != NULL && atoi (tasks) > 1)
-            return shim_fail (DTSHIM_ERR_NO_PMIX,
-                              "step of %s tasks without "
-                              "PMIX_NAMESPACE in the environment",
-                              tasks);
-        world_of_one ();
-    } else {
-        rc = PMIx_Init (&shim_world.self, NULL, 0);
-        if (rc != PMIX_SUCCESS)
-            return shim_fail (DTSHIM_ERR_PMIX, "PMIx_Init failed: %s", PMIx_Error_string (rc));
-        shim_world.pmix = true;
-        if ((rv = read_facts ()) != DTSHIM_OK) {
-            PMIx_Finalize (NULL, 0);
-            return rv;
-        }
-        if (shim_world.node_count > 1 && tree_fence (where, sizeof (where))) {
-            PMIx_Finalize (NULL, 0);
-            return shim_fail (DTSHIM_ERR_FENCE, "%s", where);
-        }
-    }
     if ((rv = shim_preempt_install ()) != DTSHIM_OK) {
-        if (shim_world.pmix)
-            PMIx_Finalize (NULL, 0);
+        disconnect ();
         return rv;
     }
     if ((rv = shim_watchdog_start ()) != DTSHIM_OK) {
         shim_preempt_restore ();
-        if (shim_world.pmix)
-            PMIx_Finalize (NULL, 0);
+        disconnect ();
         return rv;
     }
     shim_world.seq = 0;
-    shim_world.broken = false;
     shim_world.initialized = true;
     return DTSHIM_OK;
 }
 
 int dtshim_finalize (void)
 {
-    pmix_status_t rc = PMIX_SUCCESS;
+    int rv;
 
     if (!shim_world.initialized)
         return DTSHIM_ERR_NOT_INITIALIZED;
     shim_watchdog_stop ();
     shim_preempt_restore ();
     shim_world.initialized = false;
-    /* After a timeout a fence is still pending in the server: finalizing would wait on it. */
-    if (shim_world.pmix && !shim_world.broken)
-        rc = PMIx_Finalize (NULL, 0);
+    rv = disconnect ();
     shim_world.rank = shim_world.size = shim_world.local_rank = shim_world.local_size = -1;
     shim_world.node_rank = shim_world.node_count = -1;
-    if (rc != PMIX_SUCCESS)
-        return shim_fail (DTSHIM_ERR_PMIX, "PMIx_Finalize failed: %s", PMIx_Error_string (rc));
-    return DTSHIM_OK;
+    return rv;
 }
 
 int dtshim_rank (void)
@@ -324,7 +360,18 @@ int dtshim_node_count (void)
 }
 int dtshim_has_pmix (void)
 {
-    return shim_world.initialized ? shim_world.pmix : -1;
+    return shim_world.initialized ? shim_world.backend == SHIM_PMIX : -1;
+}
+
+const char *dtshim_backend (void)
+{
+    static const char *const names[] = {
+        [SHIM_NONE] = "none",
+        [SHIM_PMIX] = "pmix",
+        [SHIM_PMI2] = "pmi2",
+    };
+
+    return shim_world.initialized ? names[shim_world.backend] : NULL;
 }
 
 const char *dtshim_chief_host (void)
@@ -369,7 +416,7 @@ int dtshim_chief_addr (char *buf, size_t len)
         /* The SPANK plugin's choice, made from Slurm's NodeAddr for the same node. */
         if ((size_t) snprintf (buf, len, "%s", master) >= len)
             rv = DTSHIM_ERR_INVALID;
-    } else if (!shim_world.pmix) {
+    } else if (shim_world.backend == SHIM_NONE) {
         /* A world of one: every peer is this process, loopback reaches it. */
         if ((size_t) snprintf (buf, len, "127.0.0.1") >= len)
             rv = DTSHIM_ERR_INVALID;
@@ -401,14 +448,30 @@ int dtshim_set_abort_on_timeout (int on)
     return DTSHIM_OK;
 }
 
+/* How long dtshim_abort waits, once the server has its request, for Slurm to end the step
+ * (PMIx_Abort returns when its server has the request, PMI-2's abort has no answer). */
+#define ABORT_WAIT_S 10
+
 int dtshim_abort (int status, const char *msg)
 {
+    struct timespec left = {ABORT_WAIT_S, 0};
     pmix_status_t rc;
 
     if (!shim_world.initialized)
         return DTSHIM_ERR_NOT_INITIALIZED;
-    if (!shim_world.pmix)
+    if (shim_world.backend == SHIM_NONE)
         return DTSHIM_ERR_NO_PMIX;
-    rc = PMIx_Abort (status, msg != NULL ? msg : "dtshim_abort", NULL, 0);
-    return shim_fail (DTSHIM_ERR_PMIX, "PMIx_Abort failed: %s", PMIx_Error_string (rc));
+    /* Slurm ends the step with SIGTERM: let the first one end this task too. */
+    shim_preempt_restore ();
+    if (shim_world.backend == SHIM_PMI2) {
+        shim_pmi2_abort (status, msg != NULL ? msg : "dtshim_abort");
+    } else {
+        rc = PMIx_Abort (status, msg != NULL ? msg : "dtshim_abort", NULL, 0);
+        if (rc != PMIX_SUCCESS)
+            return shim_fail (DTSHIM_ERR_PMIX, "PMIx_Abort failed: %s", PMIx_Error_string (rc));
+    }
+    while (nanosleep (&left, &left) != 0 && errno == EINTR)
+        ;
+    return shim_fail (DTSHIM_ERR_PMIX, "%s: Slurm did not end the step within %d s",
+                      shim_world.backend == SHIM_PMI2 ? "PMI-2 abort" : "PMIx_Abort", ABORT_WAIT_S);
 }

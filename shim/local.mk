@@ -1,4 +1,4 @@
-# shim/local.mk - libdtshim (the runtime shim over PMIx), its header, pkg-config file,
+# shim/local.mk - libdtshim (the runtime shim over PMIx or PMI-2), its header, pkg-config file,
 # Python module and unit tests; included from Makefile.am.
 
 lib_LTLIBRARIES = shim/libdtshim.la
@@ -7,6 +7,9 @@ shim_libdtshim_la_SOURCES = \
 	shim/dtshim.h \
 	shim/shim.h \
 	shim/wire.c shim/wire.h \
+	shim/pmi2wire.c shim/pmi2wire.h \
+	shim/pmi2.c shim/pmi2.h \
+	shim/pmi2kvs.c \
 	shim/init.c \
 	shim/collective.c \
 	shim/exchange.c \
@@ -40,6 +43,12 @@ CLEANFILES += python/dtshim.py
 if HAVE_CMOCKA
 check_PROGRAMS += tests/unit/test_shim_wire
 tests_unit_test_shim_wire_SOURCES = tests/unit/test_shim_wire.c shim/wire.c
+
+check_PROGRAMS += tests/unit/test_shim_pmi2wire
+tests_unit_test_shim_pmi2wire_SOURCES = tests/unit/test_shim_pmi2wire.c shim/pmi2wire.c
+tests_unit_test_shim_pmi2wire_CFLAGS = $(UNIT_COMPILEFLAGS)
+tests_unit_test_shim_pmi2wire_LDFLAGS = $(UNIT_LINKFLAGS)
+tests_unit_test_shim_pmi2wire_LDADD = $(UNIT_LINKLIBS)
 tests_unit_test_shim_wire_CFLAGS = $(UNIT_COMPILEFLAGS) $(PMIX_CFLAGS)
 tests_unit_test_shim_wire_LDFLAGS = $(UNIT_LINKFLAGS)
 tests_unit_test_shim_wire_LDADD = $(UNIT_LINKLIBS) -lm
@@ -47,7 +56,7 @@ tests_unit_test_shim_wire_LDADD = $(UNIT_LINKLIBS) -lm
 # The library's own sources again, with the sanitizers, in a world of one (no PMIx server).
 check_PROGRAMS += tests/unit/test_shim_local
 tests_unit_test_shim_local_SOURCES = tests/unit/test_shim_local.c \
-	shim/wire.c shim/init.c shim/collective.c shim/exchange.c shim/preempt.c shim/watchdog.c shim/nccl.c
+	shim/wire.c shim/pmi2wire.c shim/pmi2.c shim/pmi2kvs.c shim/init.c shim/collective.c shim/exchange.c shim/preempt.c shim/watchdog.c shim/nccl.c
 tests_unit_test_shim_local_CFLAGS = $(UNIT_COMPILEFLAGS) $(PMIX_CFLAGS) -pthread \
 	-DSLURM_SYSCONFDIR='"$(slurm_sysconfdir)"'
 tests_unit_test_shim_local_LDFLAGS = $(UNIT_LINKFLAGS) -pthread

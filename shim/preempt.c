@@ -134,24 +134,12 @@ void dtshim_request_preempt (void)
 
 static bool published; /* this rank has put PREEMPT_KEY */
 
-static int put_key (const char *key, uint64_t v)
-{
-    pmix_value_t value;
-    pmix_status_t rc;
-
-    PMIX_VALUE_LOAD (&value, &v, PMIX_UINT64);
-    rc = PMIx_Put (PMIX_GLOBAL, key, &value);
-    PMIX_VALUE_DESTRUCT (&value);
-    if (rc != PMIX_SUCCESS)
-        return shim_fail (DTSHIM_ERR_PMIX, "PMIx_Put(%s) failed: %s", key, PMIx_Error_string (rc));
-    return DTSHIM_OK;
-}
-
 /* Only a rank that was asked puts anything, and only once: every value put stays in
  * Slurm's PMIx for the whole step and travels again with each collecting fence, so a vote
  * at every call would make each call slower than the one before (measured: 22 ms per call
  * after 400 calls, 300 ms after 1600). This way every call costs one collecting fence of
- * constant size, then a get of each other rank's PREEMPT_KEY from the node's PMIx server.
+ * constant size, then a get of each other rank's PREEMPT_KEY from the node's PMIx server
+ * (over PMI-2, where a key is the step's, one get of the one PREEMPT_KEY).
  *
  * The answer is the same on every rank: a rank asked before call seq puts PREEMPT_KEY = seq
  * and commits it before it joins seq's fence, so once that fence is done every node's server
@@ -160,7 +148,6 @@ static int put_key (const char *key, uint64_t v)
  * reads, and the server may hold that one too: its value, greater than seq, leaves it out. */
 int dtshim_should_preempt (void)
 {
-    pmix_status_t rc;
     uint64_t seq;
     int rv, any;
 
@@ -169,17 +156,13 @@ int dtshim_should_preempt (void)
     /* Every rank decided 1 at the same call: no need to ask again. */
     if (decided)
         goto out;
-    if (!shim_world.pmix) {
+    if (shim_world.backend == SHIM_NONE) {
         decided = preempt_flag != 0;
         goto out;
     }
     if (preempt_flag && !published) {
-        if ((rv = put_key (PREEMPT_KEY, seq)) != DTSHIM_OK)
+        if ((rv = shim_publish (PREEMPT_KEY, seq)) != DTSHIM_OK)
             goto out;
-        if ((rc = PMIx_Commit ()) != PMIX_SUCCESS) {
-            rv = shim_fail (DTSHIM_ERR_PMIX, "PMIx_Commit failed: %s", PMIx_Error_string (rc));
-            goto out;
-        }
         published = true;
     }
     if ((rv = shim_exchange (SHIM_OP_PREEMPT, NULL, 0, false, seq)) != DTSHIM_OK)

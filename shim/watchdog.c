@@ -5,8 +5,9 @@
  * --dist-train=watchdog=SECONDS), dtshim_init() starts a thread that ends
  * the step when dtshim_progress() has not been called for that long.  The
  * clock starts at dtshim_init(); a stall anywhere stops every rank's
- * progress, so every rank's watchdog fires, and PMIx_Abort (or, without
- * PMIx, exit status 124 and the plugin's fail-fast) ends the rest.
+ * progress, so every rank's watchdog fires, and PMIx_Abort or PMI-2's abort
+ * (or, without either, exit status 124 and the plugin's fail-fast) ends the
+ * rest.
  */
 #include <errno.h>
 #include <math.h>
@@ -84,12 +85,15 @@ static void fire (double idle_s)
     msg[n] = '\n';
     (void) !write (STDERR_FILENO, msg, (size_t) n + 1);
     msg[n] = '\0';
-    if (shim_world.pmix) {
+    if (shim_world.backend == SHIM_PMIX) {
         pthread_attr_init (&attr);
         pthread_attr_setdetachstate (&attr, PTHREAD_CREATE_DETACHED);
         if (pthread_create (&t, &attr, exit_later, NULL) == 0)
             PMIx_Abort (WATCHDOG_EXIT, msg, NULL, 0);
         pthread_attr_destroy (&attr);
+    } else if (shim_world.backend == SHIM_PMI2) {
+        /* PMI-2's abort has no answer: once written, the server ends the step. */
+        shim_pmi2_abort (WATCHDOG_EXIT, msg);
     }
     _exit (WATCHDOG_EXIT);
 }

@@ -60,17 +60,33 @@ void shim_frame_header (uint8_t *out, enum shim_op op, uint64_t seq, uint64_t si
     put_u64 (out + 16, seq);
 }
 
+int shim_frame_header_parse (const uint8_t *header, enum shim_op op, uint64_t seq,
+                             uint64_t *size)
+{
+    uint64_t n;
+
+    if (memcmp (header, frame_magic, 4) != 0)
+        return DTSHIM_ERR_PMIX;
+    if (header[4] != (uint8_t) op || get_u64 (header + 16) != seq)
+        return DTSHIM_ERR_MISMATCH;
+    n = get_u64 (header + 8);
+    if (n > SHIM_MAX_PAYLOAD)
+        return DTSHIM_ERR_PMIX;
+    *size = n;
+    return DTSHIM_OK;
+}
+
 int shim_frame_parse (const uint8_t *chunk, size_t len, enum shim_op op, uint64_t seq,
                       uint64_t *size)
 {
     uint64_t n;
+    int rv;
 
-    if (chunk == NULL || len < SHIM_FRAME_HEADER || memcmp (chunk, frame_magic, 4) != 0)
+    if (chunk == NULL || len < SHIM_FRAME_HEADER)
         return DTSHIM_ERR_PMIX;
-    if (chunk[4] != (uint8_t) op || get_u64 (chunk + 16) != seq)
-        return DTSHIM_ERR_MISMATCH;
-    n = get_u64 (chunk + 8);
-    if (n > SHIM_MAX_PAYLOAD || len != shim_chunk_len (SHIM_FRAME_HEADER + (size_t) n, 0))
+    if ((rv = shim_frame_header_parse (chunk, op, seq, &n)) != DTSHIM_OK)
+        return rv;
+    if (len != shim_chunk_len (SHIM_FRAME_HEADER + (size_t) n, 0))
         return DTSHIM_ERR_PMIX;
     *size = n;
     return DTSHIM_OK;

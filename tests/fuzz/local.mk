@@ -27,6 +27,7 @@ FUZZ_HARNESSES = \
 	tests/fuzz/fuzz_topo_xml \
 	tests/fuzz/fuzz_handover \
 	tests/fuzz/fuzz_wire \
+	tests/fuzz/fuzz_pmi2 \
 	tests/fuzz/fuzz_doctor \
 	tests/fuzz/fuzz_spank
 
@@ -89,6 +90,10 @@ tests/fuzz/fuzz_handover: $(FUZZ_SRC_handover) $(FUZZ_DEPS)
 FUZZ_SRC_wire = $(srcdir)/tests/fuzz/fuzz_wire.c $(srcdir)/shim/wire.c
 tests/fuzz/fuzz_wire: $(FUZZ_SRC_wire) $(FUZZ_DEPS) $(srcdir)/shim/wire.h
 	$(FUZZ_BUILD) $(PMIX_CFLAGS) $(FUZZ_SRC_wire) -lm
+
+FUZZ_SRC_pmi2 = $(srcdir)/tests/fuzz/fuzz_pmi2.c $(srcdir)/shim/pmi2wire.c
+tests/fuzz/fuzz_pmi2: $(FUZZ_SRC_pmi2) $(FUZZ_DEPS) $(srcdir)/shim/pmi2wire.h
+	$(FUZZ_BUILD) $(FUZZ_SRC_pmi2)
 
 FUZZ_SRC_doctor = $(srcdir)/tests/fuzz/fuzz_doctor.c $(srcdir)/tools/doctor_auth.c \
 	$(srcdir)/tools/doctor_wire.c $(srcdir)/libdist/handover.c
@@ -156,6 +161,7 @@ EXTRA_DIST += \
 	tests/fuzz/fuzz_topo_xml.c \
 	tests/fuzz/fuzz_handover.c \
 	tests/fuzz/fuzz_wire.c \
+	tests/fuzz/fuzz_pmi2.c \
 	tests/fuzz/fuzz_doctor.c \
 	tests/fuzz/fuzz_spank.c \
 	tests/fuzz/spank_standin.c \

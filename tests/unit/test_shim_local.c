@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -19,6 +20,9 @@
 static int setup (void **state)
 {
     unsetenv ("PMIX_NAMESPACE");
+    unsetenv ("PMI_FD");
+    unsetenv ("PMI_RANK");
+    unsetenv ("PMI_JOBID");
     unsetenv ("SLURM_STEP_NUM_TASKS");
     unsetenv ("DTSHIM_TIMEOUT");
     unsetenv ("DTSHIM_PREEMPT_SIGNAL");
@@ -139,10 +143,67 @@ static void several_tasks_without_pmix_is_an_error (void **state)
     setenv ("SLURM_STEP_NUM_TASKS", "4", 1);
     assert_int_equal (dtshim_init (), DTSHIM_ERR_NO_PMIX);
     assert_non_null (strstr (dtshim_strerror (DTSHIM_ERR_NO_PMIX), "srun --mpi=pmix"));
+    assert_non_null (strstr (dtshim_strerror (DTSHIM_ERR_NO_PMIX), "srun --mpi=pmi2"));
     assert_non_null (strstr (dtshim_strerror (DTSHIM_ERR_NO_PMIX), "MpiDefault=pmix"));
     assert_non_null (strstr (dtshim_last_error (), "4 tasks"));
     setenv ("SLURM_STEP_NUM_TASKS", "1", 1);
     assert_int_equal (dtshim_init (), DTSHIM_OK);
+}
+
+static double now_s (void)
+{
+    struct timespec ts;
+
+    clock_gettime (CLOCK_MONOTONIC, &ts);
+    return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+/* A PMI-2 socket whose other end is ours: the shim must give up on it in time, and say so. */
+static void pmi2_server_that_never_answers (void **state)
+{
+    char fd_text[16], hello[64] = "";
+    int sv[2];
+    double t0;
+
+    assert_int_equal (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    snprintf (fd_text, sizeof (fd_text), "%d", sv[0]);
+    setenv ("PMI_FD", fd_text, 1);
+    setenv ("PMI_RANK", "0", 1);
+    setenv ("PMI_JOBID", "12.0", 1);
+    setenv ("DTSHIM_TIMEOUT", "0.3", 1);
+    t0 = now_s ();
+    assert_int_equal (dtshim_init (), DTSHIM_ERR_PMIX);
+    assert_true (now_s () - t0 < 2.0);
+    assert_non_null (strstr (dtshim_last_error (), "did not answer within 0.3 s"));
+    assert_int_equal (dtshim_rank (), -1);
+    /* It asked for PMI-2, as MPICH's clients do, and closed its end when it gave up. */
+    assert_true (read (sv[1], hello, sizeof (hello) - 1) > 0);
+    assert_string_equal (hello, "cmd=init pmi_version=2 pmi_subversion=0\n");
+    assert_int_equal (read (sv[1], hello, sizeof (hello)), 0);
+    close (sv[1]);
+}
+
+static void pmi2_server_gone_or_bad_settings (void **state)
+{
+    char fd_text[16];
+    int sv[2];
+
+    setenv ("PMI_FD", "x", 1);
+    setenv ("PMI_RANK", "0", 1);
+    setenv ("PMI_JOBID", "12.0", 1);
+    assert_int_equal (dtshim_init (), DTSHIM_ERR_PMIX);
+    assert_non_null (strstr (dtshim_last_error (), "PMI_FD=x"));
+    assert_int_equal (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    close (sv[1]);
+    snprintf (fd_text, sizeof (fd_text), "%d", sv[0]);
+    setenv ("PMI_FD", fd_text, 1);
+    setenv ("PMI_JOBID", "12;cmd=abort", 1);
+    assert_int_equal (dtshim_init (), DTSHIM_ERR_PMIX);
+    assert_non_null (strstr (dtshim_last_error (), "PMI_JOBID"));
+    setenv ("PMI_JOBID", "12.0", 1);
+    assert_int_equal (dtshim_init (), DTSHIM_ERR_PMIX);
+    assert_non_null (strstr (dtshim_last_error (), "PMI-2: "));
+    assert_null (dtshim_backend ());
 }
 
 static void bad_settings_are_errors (void **state)
@@ -275,6 +336,8 @@ int main (void)
         cmocka_unit_test_setup_teardown (world_of_one, setup, teardown),
         cmocka_unit_test_setup_teardown (several_tasks_without_pmix_is_an_error, setup, teardown),
         cmocka_unit_test_setup_teardown (bad_settings_are_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown (pmi2_server_that_never_answers, setup, teardown),
+        cmocka_unit_test_setup_teardown (pmi2_server_gone_or_bad_settings, setup, teardown),
         cmocka_unit_test_setup_teardown (collectives_copy_in_a_world_of_one, setup, teardown),
         cmocka_unit_test_setup_teardown (preemption_signal_is_recorded_and_chained, setup,
                                          teardown),
