@@ -201,12 +201,13 @@ sbatch_wait() {
     output=$(cat "$out")
 }
 
-# Skip the test where this Slurm has no mpi/pmix plugin (Debian forky's 26.05
-# ships none): what needs srun --mpi=pmix (the shim, PMIx clients, MPI
-# programs) cannot run there.  Asks srun --mpi=list once per bats run, with
-# the cluster of $SLURM_CONF, else of $CLUSTER_DIR; when srun cannot answer,
-# nothing is skipped and the test fails on its own.
-require_pmix() {
+# Skip the test where this Slurm has no mpi/$1 plugin (default pmix; Debian
+# forky's 26.05 ships no mpi/pmix): what needs srun --mpi=pmix (PMIx clients,
+# MPI programs, the shim over PMIx) cannot run there.  Asks srun --mpi=list
+# once per bats run, with the cluster of $SLURM_CONF, else of $CLUSTER_DIR;
+# when srun cannot answer, nothing is skipped and the test fails on its own.
+# Whether this Slurm has mpi/$1; the list and version in $mpi_list.
+has_mpi() {
     local cache=$BATS_RUN_TMPDIR/srun-mpi-list conf=${SLURM_CONF:-${CLUSTER_DIR:+$CLUSTER_DIR/slurm.conf}} out
     if [[ ! -s $cache ]]; then
         out=$(SLURM_CONF=$conf timeout 30 srun --mpi=list 2>&1) || return 0
@@ -214,9 +215,16 @@ require_pmix() {
         printf '%s: %s\n' "$(SLURM_CONF=$conf timeout 10 srun --version 2>/dev/null)" \
             "$(grep -v '^MPI plugin' <<<"$out" | tr -s ' \t\n' ' ')" >"$cache"
     fi
-    grep -qw pmix "$cache" ||
-        skip "no mpi/pmix plugin in this Slurm, $(cat "$cache")(srun --mpi=list)"
+    mpi_list=$(cat "$cache")
+    grep -qw "$1" <<<"$mpi_list"
 }
+
+require_mpi() {
+    local want=${1:-pmix}
+    has_mpi "$want" || skip "no mpi/$want plugin in this Slurm, $mpi_list(srun --mpi=list)"
+}
+
+require_pmix() { require_mpi pmix; }
 
 # The states of the nodes $@ (sorted, each once, comma-separated) once all
 # are idle, or after 60 s: a node is still completing for a moment after its

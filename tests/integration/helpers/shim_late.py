@@ -29,3 +29,7 @@ then = status(dtshim.barrier)
 print("rank %d: barrier returned %d after %.2f s; then %d" % (rank, rv, t, then), flush=True)
 if rv == 0 and then == 0:
     dtshim.finalize()
+elif rv != 0:
+    # Stay until the late rank has come: over PMI-2 its fence completes the one this rank
+    # left, and srun retries the answer for 15 s to a node whose tasks are all gone.
+    time.sleep(max(0.0, ms / 1000 + 0.5 - (time.monotonic() - t0)))
