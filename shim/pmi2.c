@@ -196,21 +196,18 @@ static int call (const char *cmd, const char *const *fields, size_t nfields, uin
 int shim_pmi2_pipeline (const char *cmd, size_t n, shim_pmi2_request_fn request,
                         shim_pmi2_answer_fn answer, void *arg, uint64_t seq)
 {
-    const char *fields[6] = {"jobid", conn.jobid, "srcid", "-1", "key", NULL}, *value;
-    bool put = strcmp (cmd, "kvs-put") == 0;
+    const char *get[] = {"jobid", conn.jobid, "srcid", "-1", "key", NULL};
+    const char *put[] = {"key", NULL, "value", NULL};
+    bool is_put = strcmp (cmd, "kvs-put") == 0;
     size_t sent = 0, done = 0;
     int rv, first = DTSHIM_OK;
 
     while (done < n) {
         for (; first == DTSHIM_OK && sent < n && sent - done < SHIM_PMI2_WINDOW; sent++) {
-            if ((first = request (sent, &fields[put ? 1 : 5], &value, arg)) != DTSHIM_OK)
+            if ((first = request (sent, &put[1], &put[3], arg)) != DTSHIM_OK)
                 break;
-            if (put) {
-                fields[0] = "key", fields[2] = "value", fields[3] = value;
-                rv = send_cmd (cmd, fields, 4, seq);
-            } else {
-                rv = send_cmd (cmd, fields, 6, seq);
-            }
+            get[5] = put[1];
+            rv = is_put ? send_cmd (cmd, put, 4, seq) : send_cmd (cmd, get, 6, seq);
             if (rv != DTSHIM_OK)
                 return rv;
         }
@@ -262,8 +259,7 @@ int shim_pmi2_fence (uint64_t seq)
     return call ("kvs-fence", NULL, 0, seq);
 }
 
-/* No answer comes: Slurm's server cancels the step (SIGTERM, then SIGKILL). The program's
- * SIGTERM is what it was before dtshim_init, so that it ends at the first one. */
+/* No answer comes: Slurm's server cancels the step (SIGTERM, then SIGKILL). */
 void shim_pmi2_abort (int status, const char *msg)
 {
     char req[600], clean[400];
