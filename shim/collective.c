@@ -13,8 +13,7 @@ void shim_begin_deadline (void)
 
     clock_gettime (CLOCK_MONOTONIC, &shim_world.deadline);
     /* Saturated: the settings refuse more than SHIM_TIMEOUT_MAX (1e19 s overflowed here). */
-    frac = modf (shim_world.timeout_s < SHIM_TIMEOUT_MAX ? shim_world.timeout_s
-                                                         : SHIM_TIMEOUT_MAX,
+    frac = modf (shim_world.timeout_s < SHIM_TIMEOUT_MAX ? shim_world.timeout_s : SHIM_TIMEOUT_MAX,
                  &whole);
     shim_world.deadline.tv_sec += (time_t) whole;
     shim_world.deadline.tv_nsec += (long) (frac * 1e9);
@@ -44,6 +43,17 @@ void shim_end (void)
     pthread_mutex_unlock (&shim_world.lock);
 }
 
+int shim_timed_out (uint64_t seq, const char *what)
+{
+    shim_world.broken = true;
+    shim_fail (DTSHIM_ERR_TIMEOUT,
+               "collective #%llu on rank %d: %s: not every rank answered within %g s",
+               (unsigned long long) seq, shim_world.rank, what, shim_world.timeout_s);
+    if (shim_world.abort_on_timeout && shim_world.initialized)
+        shim_world.transport->abort (1, dtshim_last_error ());
+    return DTSHIM_ERR_TIMEOUT;
+}
+
 static int check_root (int root)
 {
     if (root < 0 || root >= shim_world.size)
@@ -66,7 +76,7 @@ int dtshim_barrier (void)
 
     if ((rv = shim_begin (&seq)) != DTSHIM_OK)
         return rv;
-    rv = shim_world.backend != SHIM_NONE ? shim_fence (seq) : DTSHIM_OK;
+    rv = shim_world.transport != NULL ? shim_world.transport->fence (seq) : DTSHIM_OK;
     shim_end ();
     return rv;
 }
@@ -82,10 +92,10 @@ static int broadcast (enum shim_op op, void *buf, size_t size, int root, struct 
         return rv;
     if ((rv = check_root (root)) != DTSHIM_OK)
         goto out;
-    if (shim_world.backend != SHIM_NONE) {
-        rv = shim_exchange (op, buf, size, shim_world.rank == root, seq);
+    if (shim_world.transport != NULL) {
+        rv = shim_world.transport->exchange (op, buf, size, shim_world.rank == root, seq);
         if (rv == DTSHIM_OK && shim_world.rank != root)
-            rv = shim_read (op, seq, root, 1, &piece);
+            rv = shim_world.transport->read (op, seq, root, 1, &piece);
         if (rv != DTSHIM_OK)
             goto out;
     }
@@ -152,8 +162,8 @@ static int gather (enum shim_op op, const void *send, size_t size, int root, voi
         return rv;
     if (root >= 0 && (rv = check_root (root)) != DTSHIM_OK)
         goto out;
-    if (shim_world.backend != SHIM_NONE
-        && (rv = shim_exchange (op, send, size, true, seq)) != DTSHIM_OK)
+    if (shim_world.transport != NULL
+        && (rv = shim_world.transport->exchange (op, send, size, true, seq)) != DTSHIM_OK)
         goto out;
     if (root >= 0 && root != shim_world.rank)
         goto out;
@@ -161,7 +171,7 @@ static int gather (enum shim_op op, const void *send, size_t size, int root, voi
         rv = DTSHIM_ERR_NO_MEMORY;
         goto out;
     }
-    if (shim_world.backend == SHIM_NONE) {
+    if (shim_world.transport == NULL) {
         if ((got[0].bytes = malloc (size > 0 ? size : 1)) == NULL) {
             rv = DTSHIM_ERR_NO_MEMORY;
             goto out;
@@ -169,7 +179,7 @@ static int gather (enum shim_op op, const void *send, size_t size, int root, voi
         if (size > 0)
             memcpy (got[0].bytes, send, size);
         got[0].size = size;
-    } else if ((rv = shim_read (op, seq, 0, n, got)) != DTSHIM_OK) {
+    } else if ((rv = shim_world.transport->read (op, seq, 0, n, got)) != DTSHIM_OK) {
         goto out;
     }
     for (int r = 0; recv != NULL && r < n; r++) {

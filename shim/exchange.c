@@ -1,7 +1,6 @@
 /* exchange.c - the PMIx transport under the collectives: put/commit, fence with data
  * collection, and gets, all non-blocking with the collective's deadline, because Slurm's
- * PMIx ignores PMIX_TIMEOUT and waits 300 s for a peer that will never come. A step over
- * PMI-2 goes to pmi2.c instead, from each entry point here. */
+ * PMIx ignores PMIX_TIMEOUT and waits 300 s for a peer that will never come. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,14 +100,7 @@ static int pending_wait (struct pending *p, uint64_t seq, const char *what)
     }
     p->abandoned = true;
     pthread_mutex_unlock (&p->lock);
-    shim_world.broken = true;
-    shim_fail (DTSHIM_ERR_TIMEOUT,
-               "collective #%llu on rank %d: %s: not every rank answered "
-               "within %g s",
-               (unsigned long long) seq, shim_world.rank, what, shim_world.timeout_s);
-    if (shim_world.abort_on_timeout)
-        shim_abort (1, dtshim_last_error ());
-    return DTSHIM_ERR_TIMEOUT;
+    return shim_timed_out (seq, what);
 }
 
 static void fence_done (pmix_status_t status, void *cbdata)
@@ -162,14 +154,6 @@ static int fence (uint64_t seq)
     return DTSHIM_OK;
 }
 
-/* A barrier: the shim's one kind of fence. */
-int shim_fence (uint64_t seq)
-{
-    if (shim_world.backend == SHIM_PMI2)
-        return shim_pmi2_fence (seq);
-    return fence (seq);
-}
-
 /* Put size bytes at bytes under the key of chunk c of collective seq. */
 static pmix_status_t put_chunk (uint64_t seq, size_t c, const uint8_t *bytes, size_t size)
 {
@@ -183,14 +167,13 @@ static pmix_status_t put_chunk (uint64_t seq, size_t c, const uint8_t *bytes, si
     return PMIx_Put (PMIX_GLOBAL, key, &value);
 }
 
-int shim_exchange (enum shim_op op, const void *payload, size_t size, bool contribute, uint64_t seq)
+static int exchange (enum shim_op op, const void *payload, size_t size, bool contribute,
+                     uint64_t seq)
 {
-    size_t frame_len = SHIM_FRAME_HEADER + size, chunks = shim_chunk_count (frame_len);
+    size_t frame_len = SHIM_FRAME_HEADER + size, chunks = shim_chunk_count (frame_len, SHIM_CHUNK);
     uint8_t *frame;
     pmix_status_t rc = PMIX_SUCCESS;
 
-    if (shim_world.backend == SHIM_PMI2)
-        return shim_pmi2_exchange (op, payload, size, contribute, seq);
     if (!contribute)
         return fence (seq);
     if (size > SHIM_MAX_PAYLOAD)
@@ -202,7 +185,7 @@ int shim_exchange (enum shim_op op, const void *payload, size_t size, bool contr
     if (size > 0)
         memcpy (frame + SHIM_FRAME_HEADER, payload, size);
     for (size_t c = 0; c < chunks && rc == PMIX_SUCCESS; c++)
-        rc = put_chunk (seq, c, frame + c * SHIM_CHUNK, shim_chunk_len (frame_len, c));
+        rc = put_chunk (seq, c, frame + c * SHIM_CHUNK, shim_chunk_len (frame_len, SHIM_CHUNK, c));
     free (frame);
     if (rc != PMIX_SUCCESS)
         return shim_fail (DTSHIM_ERR_PMIX, "PMIx_Put(%zu bytes) failed: %s", size,
@@ -295,7 +278,7 @@ static int get_all (struct pending *p, const int *ranks, size_t n, const size_t 
  * PMIX_OPTIONAL, which answers from this client alone: with PMIx 5 a client holds only what
  * it fetched before.  Nor PMIX_GET_REFRESH_CACHE: with it, PMIx 5 (Slurm 24.11) answered "not
  * found" for a key put before the fence, in every run of scripts/stress-preempt. */
-int shim_probe (const char *key, uint64_t seq, int *any)
+static int probe (const char *key, uint64_t seq, int *any)
 {
     struct pending *p;
     int *ranks, n = 0, rv;
@@ -304,8 +287,6 @@ int shim_probe (const char *key, uint64_t seq, int *any)
     *any = 0;
     if (shim_world.size <= 1)
         return DTSHIM_OK;
-    if (shim_world.backend == SHIM_PMI2)
-        return shim_pmi2_probe (key, seq, any);
     ranks = calloc ((size_t) shim_world.size, sizeof (*ranks));
     if (ranks == NULL || (p = pending_new ((size_t) shim_world.size - 1)) == NULL) {
         free (ranks);
@@ -355,7 +336,7 @@ void shim_pieces_free (struct shim_piece *pieces, int count)
 
 /* The first chunk of every rank's frame, then the other chunks of them all, in two rounds
  * of gets. */
-int shim_read (enum shim_op op, uint64_t seq, int first, int count, struct shim_piece *out)
+static int read_pieces (enum shim_op op, uint64_t seq, int first, int count, struct shim_piece *out)
 {
     struct pending *p = NULL, *rest = NULL;
     bool p_abandoned = false, rest_abandoned = false;
@@ -363,8 +344,6 @@ int shim_read (enum shim_op op, uint64_t seq, int first, int count, struct shim_
     size_t *chunks = NULL, nrest = 0, k = 0;
     uint64_t size;
 
-    if (shim_world.backend == SHIM_PMI2)
-        return shim_pmi2_read (op, seq, first, count, out);
     memset (out, 0, (size_t) count * sizeof (*out));
     ranks = calloc ((size_t) count, sizeof (*ranks));
     chunks = calloc ((size_t) count, sizeof (*chunks));
@@ -387,7 +366,7 @@ int shim_read (enum shim_op op, uint64_t seq, int first, int count, struct shim_
             goto out;
         }
         out[i].size = (size_t) size;
-        nrest += shim_chunk_count (SHIM_FRAME_HEADER + size) - 1;
+        nrest += shim_chunk_count (SHIM_FRAME_HEADER + size, SHIM_CHUNK) - 1;
     }
     if (nrest == 0)
         goto assemble;
@@ -400,7 +379,8 @@ int shim_read (enum shim_op op, uint64_t seq, int first, int count, struct shim_
         goto out;
     }
     for (int i = 0; i < count; i++) {
-        for (size_t c = 1; c < shim_chunk_count (SHIM_FRAME_HEADER + out[i].size); c++) {
+        size_t n = shim_chunk_count (SHIM_FRAME_HEADER + out[i].size, SHIM_CHUNK);
+        for (size_t c = 1; c < n; c++) {
             ranks[k] = first + i;
             chunks[k++] = c;
         }
@@ -412,7 +392,7 @@ int shim_read (enum shim_op op, uint64_t seq, int first, int count, struct shim_
     for (k = 0; k < nrest; k++) {
         int i = ranks[k] - first;
         size_t frame_len = SHIM_FRAME_HEADER + out[i].size;
-        if (rest->slots[k].len != shim_chunk_len (frame_len, chunks[k])) {
+        if (rest->slots[k].len != shim_chunk_len (frame_len, SHIM_CHUNK, chunks[k])) {
             rv = shim_fail (DTSHIM_ERR_PMIX, "collective #%llu, rank %d: chunk %zu has %zu bytes",
                             (unsigned long long) seq, ranks[k], chunks[k], rest->slots[k].len);
             goto out;
@@ -445,13 +425,11 @@ out:
     return rv;
 }
 
-int shim_publish (const char *key, uint64_t seq)
+static int publish (const char *key, uint64_t seq)
 {
     pmix_value_t value;
     pmix_status_t rc;
 
-    if (shim_world.backend == SHIM_PMI2)
-        return shim_pmi2_publish (key, seq);
     PMIX_VALUE_LOAD (&value, &seq, PMIX_UINT64);
     rc = PMIx_Put (PMIX_GLOBAL, key, &value);
     PMIX_VALUE_DESTRUCT (&value);
@@ -462,10 +440,24 @@ int shim_publish (const char *key, uint64_t seq)
     return DTSHIM_OK;
 }
 
-void shim_abort (int status, const char *msg)
+/* PMIx_Abort returns once its server has the request, before the step ends. */
+static int abort_step (int status, const char *msg)
 {
-    if (shim_world.backend == SHIM_PMI2)
-        shim_pmi2_abort (status, msg);
-    else if (shim_world.backend == SHIM_PMIX)
-        PMIx_Abort (status, msg, NULL, 0);
+    pmix_status_t rc = PMIx_Abort (status, msg, NULL, 0);
+
+    if (rc != PMIX_SUCCESS)
+        return shim_fail (DTSHIM_ERR_PMIX, "PMIx_Abort failed: %s", PMIx_Error_string (rc));
+    return DTSHIM_OK;
 }
+
+const struct shim_transport shim_pmix_transport = {
+    .name = "pmix",
+    .connect = shim_pmix_connect,
+    .disconnect = shim_pmix_disconnect,
+    .exchange = exchange,
+    .fence = fence,
+    .read = read_pieces,
+    .publish = publish,
+    .probe = probe,
+    .abort = abort_step,
+};

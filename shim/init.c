@@ -211,7 +211,7 @@ static bool tree_fence (char *where, size_t len)
 
 static void world_of_one (void)
 {
-    shim_world.backend = SHIM_NONE;
+    shim_world.transport = NULL;
     shim_world.rank = shim_world.local_rank = shim_world.node_rank = 0;
     shim_world.size = shim_world.local_size = shim_world.node_count = 1;
     if (gethostname (shim_world.chief_host, sizeof (shim_world.chief_host) - 1) != 0)
@@ -231,24 +231,19 @@ static int read_settings (void)
     return DTSHIM_OK;
 }
 
-/* Leave the server. After a timeout a fence is still pending there: PMIx_Finalize would
- * wait on it, and PMI-2 only closes its socket. */
-static int disconnect (void)
+/* After a timeout a fence is still pending in the server: PMIx_Finalize would wait on it. */
+int shim_pmix_disconnect (void)
 {
-    enum shim_backend was = shim_world.backend;
     pmix_status_t rc;
 
-    shim_world.backend = SHIM_NONE;
-    if (was == SHIM_PMI2)
-        return shim_pmi2_finalize ();
-    if (was != SHIM_PMIX || shim_world.broken)
+    if (shim_world.broken)
         return DTSHIM_OK;
     if ((rc = PMIx_Finalize (NULL, 0)) != PMIX_SUCCESS)
         return shim_fail (DTSHIM_ERR_PMIX, "PMIx_Finalize failed: %s", PMIx_Error_string (rc));
     return DTSHIM_OK;
 }
 
-static int connect_pmix (void)
+int shim_pmix_connect (void)
 {
     char where[4200];
     pmix_status_t rc;
@@ -257,13 +252,12 @@ static int connect_pmix (void)
     rc = PMIx_Init (&shim_world.self, NULL, 0);
     if (rc != PMIX_SUCCESS)
         return shim_fail (DTSHIM_ERR_PMIX, "PMIx_Init failed: %s", PMIx_Error_string (rc));
-    shim_world.backend = SHIM_PMIX;
     if ((rv = read_facts ()) != DTSHIM_OK) {
-        disconnect ();
+        shim_pmix_disconnect ();
         return rv;
     }
     if (shim_world.node_count > 1 && tree_fence (where, sizeof (where))) {
-        disconnect ();
+        shim_pmix_disconnect ();
         return shim_fail (DTSHIM_ERR_FENCE, "%s", where);
     }
     return DTSHIM_OK;
@@ -273,15 +267,17 @@ static int connect_pmix (void)
  * (--mpi=pmi2, which every Slurm has), else none. */
 static int connect_server (void)
 {
+    const struct shim_transport *t = NULL;
     const char *tasks;
     int rv;
 
     if (getenv ("PMIX_NAMESPACE") != NULL)
-        return connect_pmix ();
-    if (getenv ("PMI_FD") != NULL) {
-        shim_world.backend = SHIM_PMI2;
-        if ((rv = shim_pmi2_init ()) != DTSHIM_OK)
-            shim_world.backend = SHIM_NONE;
+        t = &shim_pmix_transport;
+    else if (getenv ("PMI_FD") != NULL)
+        t = &shim_pmi2_transport;
+    if (t != NULL) {
+        if ((rv = t->connect ()) == DTSHIM_OK)
+            shim_world.transport = t;
         return rv;
     }
     /* Several tasks and no server: a world of one each would silently train N separate
@@ -293,6 +289,14 @@ static int connect_server (void)
                           tasks);
     world_of_one ();
     return DTSHIM_OK;
+}
+
+static int disconnect (void)
+{
+    const struct shim_transport *t = shim_world.transport;
+
+    shim_world.transport = NULL;
+    return t != NULL ? t->disconnect () : DTSHIM_OK;
 }
 
 int dtshim_init (void)
@@ -360,18 +364,14 @@ int dtshim_node_count (void)
 }
 int dtshim_has_pmix (void)
 {
-    return shim_world.initialized ? shim_world.backend == SHIM_PMIX : -1;
+    return shim_world.initialized ? shim_world.transport == &shim_pmix_transport : -1;
 }
 
 const char *dtshim_backend (void)
 {
-    static const char *const names[] = {
-        [SHIM_NONE] = "none",
-        [SHIM_PMIX] = "pmix",
-        [SHIM_PMI2] = "pmi2",
-    };
-
-    return shim_world.initialized ? names[shim_world.backend] : NULL;
+    if (!shim_world.initialized)
+        return NULL;
+    return shim_world.transport != NULL ? shim_world.transport->name : "none";
 }
 
 const char *dtshim_chief_host (void)
@@ -416,7 +416,7 @@ int dtshim_chief_addr (char *buf, size_t len)
         /* The SPANK plugin's choice, made from Slurm's NodeAddr for the same node. */
         if ((size_t) snprintf (buf, len, "%s", master) >= len)
             rv = DTSHIM_ERR_INVALID;
-    } else if (shim_world.backend == SHIM_NONE) {
+    } else if (shim_world.transport == NULL) {
         /* A world of one: every peer is this process, loopback reaches it. */
         if ((size_t) snprintf (buf, len, "127.0.0.1") >= len)
             rv = DTSHIM_ERR_INVALID;
@@ -455,23 +455,19 @@ int dtshim_set_abort_on_timeout (int on)
 int dtshim_abort (int status, const char *msg)
 {
     struct timespec left = {ABORT_WAIT_S, 0};
-    pmix_status_t rc;
+    int rv;
 
     if (!shim_world.initialized)
         return DTSHIM_ERR_NOT_INITIALIZED;
-    if (shim_world.backend == SHIM_NONE)
+    if (shim_world.transport == NULL)
         return DTSHIM_ERR_NO_PMIX;
     /* Slurm ends the step with SIGTERM: let the first one end this task too. */
     shim_preempt_restore ();
-    if (shim_world.backend == SHIM_PMI2) {
-        shim_pmi2_abort (status, msg != NULL ? msg : "dtshim_abort");
-    } else {
-        rc = PMIx_Abort (status, msg != NULL ? msg : "dtshim_abort", NULL, 0);
-        if (rc != PMIX_SUCCESS)
-            return shim_fail (DTSHIM_ERR_PMIX, "PMIx_Abort failed: %s", PMIx_Error_string (rc));
-    }
+    if ((rv = shim_world.transport->abort (status, msg != NULL ? msg : "dtshim_abort"))
+        != DTSHIM_OK)
+        return rv;
     while (nanosleep (&left, &left) != 0 && errno == EINTR)
         ;
-    return shim_fail (DTSHIM_ERR_PMIX, "%s: Slurm did not end the step within %d s",
-                      shim_world.backend == SHIM_PMI2 ? "PMI-2 abort" : "PMIx_Abort", ABORT_WAIT_S);
+    return shim_fail (DTSHIM_ERR_PMIX, "%s abort: Slurm did not end the step within %d s",
+                      shim_world.transport->name, ABORT_WAIT_S);
 }

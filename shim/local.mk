@@ -45,10 +45,10 @@ check_PROGRAMS += tests/unit/test_shim_wire
 tests_unit_test_shim_wire_SOURCES = tests/unit/test_shim_wire.c shim/wire.c
 
 check_PROGRAMS += tests/unit/test_shim_pmi2wire
-tests_unit_test_shim_pmi2wire_SOURCES = tests/unit/test_shim_pmi2wire.c shim/pmi2wire.c
-tests_unit_test_shim_pmi2wire_CFLAGS = $(UNIT_COMPILEFLAGS)
+tests_unit_test_shim_pmi2wire_SOURCES = tests/unit/test_shim_pmi2wire.c shim/pmi2wire.c shim/wire.c
+tests_unit_test_shim_pmi2wire_CFLAGS = $(UNIT_COMPILEFLAGS) $(PMIX_CFLAGS)
 tests_unit_test_shim_pmi2wire_LDFLAGS = $(UNIT_LINKFLAGS)
-tests_unit_test_shim_pmi2wire_LDADD = $(UNIT_LINKLIBS)
+tests_unit_test_shim_pmi2wire_LDADD = $(UNIT_LINKLIBS) -lm
 tests_unit_test_shim_wire_CFLAGS = $(UNIT_COMPILEFLAGS) $(PMIX_CFLAGS)
 tests_unit_test_shim_wire_LDFLAGS = $(UNIT_LINKFLAGS)
 tests_unit_test_shim_wire_LDADD = $(UNIT_LINKLIBS) -lm

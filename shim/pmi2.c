@@ -120,21 +120,10 @@ static int send_request (const char *buf, size_t len)
     return rv;
 }
 
-/* A timeout leaves a request or its answer half-way: nothing more can be said on the
- * socket, and the world is broken, as after a PMIx fence that timed out. */
-static int timed_out (uint64_t seq, const char *what)
-{
-    shim_world.broken = true;
-    shim_fail (DTSHIM_ERR_TIMEOUT,
-               "collective #%llu on rank %d: %s: not every rank answered within %g s",
-               (unsigned long long) seq, shim_world.rank, what, shim_world.timeout_s);
-    if (shim_world.abort_on_timeout && shim_world.initialized)
-        shim_pmi2_abort (1, dtshim_last_error ());
-    return DTSHIM_ERR_TIMEOUT;
-}
-
 /* Read the next answer into conn.answer. A failure here leaves the socket in an unknown
- * state: the caller returns it at once. */
+ * state: the caller returns it at once. A timeout leaves a request or its answer half-way:
+ * nothing more can be said on the socket, and the world is broken, as after a PMIx fence
+ * that timed out. */
 static int recv_answer (const char *cmd, uint64_t seq)
 {
     char header[6];
@@ -142,7 +131,7 @@ static int recv_answer (const char *cmd, uint64_t seq)
     int rv;
 
     if ((rv = recv_all (header, sizeof (header))) != DTSHIM_OK)
-        return rv == DTSHIM_ERR_TIMEOUT ? timed_out (seq, cmd) : rv;
+        return rv == DTSHIM_ERR_TIMEOUT ? shim_timed_out (seq, cmd) : rv;
     n = shim_pmi2_msg_len (header);
     if (n <= 0 || n > MAX_ANSWER)
         return shim_fail (DTSHIM_ERR_PMIX, "PMI-2: %s: an answer of %ld bytes from Slurm's server",
@@ -152,7 +141,7 @@ static int recv_answer (const char *cmd, uint64_t seq)
     if ((conn.answer = malloc ((size_t) n + 1)) == NULL)
         return DTSHIM_ERR_NO_MEMORY;
     if ((rv = recv_all (conn.answer, (size_t) n)) != DTSHIM_OK)
-        return rv == DTSHIM_ERR_TIMEOUT ? timed_out (seq, cmd) : rv;
+        return rv == DTSHIM_ERR_TIMEOUT ? shim_timed_out (seq, cmd) : rv;
     conn.answer[n] = '\0';
     conn.answer_len = (size_t) n;
     return DTSHIM_OK;
@@ -178,7 +167,7 @@ static int send_cmd (const char *cmd, const char *const *fields, size_t nfields,
     if (len < 0)
         return shim_fail (DTSHIM_ERR_INVALID, "PMI-2: %s: a field does not fit or holds ';'", cmd);
     if ((rv = send_request (req, (size_t) len)) != DTSHIM_OK)
-        return rv == DTSHIM_ERR_TIMEOUT ? timed_out (seq, cmd) : rv;
+        return rv == DTSHIM_ERR_TIMEOUT ? shim_timed_out (seq, cmd) : rv;
     return DTSHIM_OK;
 }
 
@@ -260,11 +249,12 @@ int shim_pmi2_fence (uint64_t seq)
 }
 
 /* No answer comes: Slurm's server cancels the step (SIGTERM, then SIGKILL). */
-void shim_pmi2_abort (int status, const char *msg)
+int shim_pmi2_abort (int status, const char *msg)
 {
     char req[600], clean[400];
     const char *fields[] = {"isworld", "TRUE", "msg", clean};
     struct timespec wait = {1, 0};
+    ssize_t n;
     long len;
     size_t i;
     bool locked;
@@ -276,17 +266,21 @@ void shim_pmi2_abort (int status, const char *msg)
     }
     len = shim_pmi2_request (req, sizeof (req), "abort", fields, 4);
     if (len < 0 || conn.fd < 0)
-        return;
+        return shim_fail (DTSHIM_ERR_PMIX, "PMI-2 abort: no connection to Slurm's server");
     /* Another thread may hold the lock in a write that never ends: write anyway. */
     clock_gettime (CLOCK_REALTIME, &wait);
     wait.tv_sec += 1;
     locked = pthread_mutex_timedlock (&conn.write_lock, &wait) == 0;
-    (void) !send (conn.fd, req, (size_t) len, MSG_NOSIGNAL);
+    n = send (conn.fd, req, (size_t) len, MSG_NOSIGNAL);
     if (locked)
         pthread_mutex_unlock (&conn.write_lock);
+    if (n != (ssize_t) len)
+        return shim_fail (DTSHIM_ERR_PMIX, "PMI-2 abort: not sent to Slurm's server");
+    return DTSHIM_OK;
 }
 
-static int read_mapping (void)
+/* The facts of shim_world from PMI_process_mapping, and *chief_node, rank 0's node. */
+static int read_mapping (int *chief_node)
 {
     const char *fields[] = {"key", "PMI_process_mapping"};
     char *value;
@@ -318,26 +312,26 @@ static int read_mapping (void)
         }
     }
     shim_world.node_count = max_node + 1;
-    shim_world.chief_node = node_of[0];
+    *chief_node = node_of[0];
     free (node_of);
     return DTSHIM_OK;
 }
 
 /* Rank 0's node by name: node ids are positions in the step's node list, which slurmstepd
  * gives every task as SLURM_STEP_NODELIST (SLURM_NODELIST outside a step of its own). */
-static int read_chief (void)
+static int read_chief (int chief_node)
 {
     const char *list = getenv ("SLURM_STEP_NODELIST");
 
     if (list == NULL)
         list = getenv ("SLURM_NODELIST");
     if (list == NULL
-        || shim_hostlist_nth (list, shim_world.chief_node, shim_world.chief_host,
+        || shim_hostlist_nth (list, chief_node, shim_world.chief_host,
                               sizeof (shim_world.chief_host))
                != 0)
         return shim_fail (DTSHIM_ERR_PMIX,
                           "PMI-2: cannot name node %d, rank 0's, from SLURM_STEP_NODELIST=%.200s",
-                          shim_world.chief_node, list != NULL ? list : "(unset)");
+                          chief_node, list != NULL ? list : "(unset)");
     return DTSHIM_OK;
 }
 
@@ -389,13 +383,13 @@ static int handshake (void)
     return DTSHIM_OK;
 }
 
-int shim_pmi2_init (void)
+int shim_pmi2_connect (void)
 {
     const char *fd_text = getenv ("PMI_FD"), *jobid = getenv ("PMI_JOBID"), *rank_text;
     const char *fields[6];
     const char *v;
     size_t n;
-    int fd, rv, rank;
+    int fd, rv, rank, chief_node = 0;
 
     if (conn.used)
         return shim_fail (DTSHIM_ERR_PMIX, "PMI-2: this task has used its connection to Slurm's "
@@ -425,7 +419,8 @@ int shim_pmi2_init (void)
         rv = shim_fail (DTSHIM_ERR_PMIX, "PMI-2: fullinit: %.200s", conn.answer);
         goto fail;
     }
-    if ((rv = read_mapping ()) != DTSHIM_OK || (rv = read_chief ()) != DTSHIM_OK)
+    if ((rv = read_mapping (&chief_node)) != DTSHIM_OK
+        || (rv = read_chief (chief_node)) != DTSHIM_OK)
         goto fail;
     return DTSHIM_OK;
 fail:
@@ -438,7 +433,7 @@ fail:
 
 /* Not after a timeout: an answer may still be on its way, and finalize's would be lost in
  * it. The socket is closed either way (it is the task's, and nothing else uses it). */
-int shim_pmi2_finalize (void)
+int shim_pmi2_disconnect (void)
 {
     int rv = DTSHIM_OK;
 

@@ -1,4 +1,5 @@
-/* pmi2.h - what pmi2kvs.c asks of the connection in pmi2.c (not installed). */
+/* pmi2.h - what pmi2kvs.c, the PMI-2 transport, asks of the connection in pmi2.c (not
+ * installed). */
 #ifndef DTSHIM_PMI2_H
 #define DTSHIM_PMI2_H
 
@@ -26,8 +27,16 @@ int shim_pmi2_pipeline (const char *cmd, size_t n, shim_pmi2_request_fn request,
  * until the next request), or NULL when the server has none. */
 int shim_pmi2_found_value (const char *cmd, char **value);
 
-/* One get or put, answered. */
+/* One get or put, answered; a fence. */
 int shim_pmi2_get (const char *key, uint64_t seq, char **value);
 int shim_pmi2_put (const char *key, const char *value, uint64_t seq);
+int shim_pmi2_fence (uint64_t seq);
+
+/* The transport's connect (the facts of shim_world from fullinit, PMI_process_mapping and
+ * SLURM_STEP_NODELIST), disconnect (finalize, but not after a timeout) and abort (no answer
+ * comes: Slurm cancels the step). */
+int shim_pmi2_connect (void);
+int shim_pmi2_disconnect (void);
+int shim_pmi2_abort (int status, const char *msg);
 
 #endif

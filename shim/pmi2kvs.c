@@ -22,7 +22,8 @@ static int put_request (size_t c, const char **key, const char **value, void *ar
     struct frame_puts *p = arg;
 
     shim_pmi2_key (p->key, sizeof (p->key), shim_world.rank, c);
-    shim_pmi2_encode (p->frame + c * SHIM_PMI2_CHUNK, shim_pmi2_chunk_len (p->len, c), p->value);
+    shim_pmi2_encode (p->frame + c * SHIM_PMI2_CHUNK, shim_chunk_len (p->len, SHIM_PMI2_CHUNK, c),
+                      p->value);
     *key = p->key;
     *value = p->value;
     return DTSHIM_OK;
@@ -34,8 +35,8 @@ static int put_answer (size_t c, void *arg)
     return DTSHIM_OK;
 }
 
-int shim_pmi2_exchange (enum shim_op op, const void *payload, size_t size, bool contribute,
-                        uint64_t seq)
+static int exchange (enum shim_op op, const void *payload, size_t size, bool contribute,
+                     uint64_t seq)
 {
     struct frame_puts p = {.len = SHIM_FRAME_HEADER + size};
     uint8_t *frame;
@@ -54,8 +55,8 @@ int shim_pmi2_exchange (enum shim_op op, const void *payload, size_t size, bool 
     if (size > 0)
         memcpy (frame + SHIM_FRAME_HEADER, payload, size);
     p.frame = frame;
-    rv = shim_pmi2_pipeline ("kvs-put", shim_pmi2_chunk_count (p.len), put_request, put_answer, &p,
-                             seq);
+    rv = shim_pmi2_pipeline ("kvs-put", shim_chunk_count (p.len, SHIM_PMI2_CHUNK), put_request,
+                             put_answer, &p, seq);
     free (frame);
     return rv != DTSHIM_OK ? rv : shim_pmi2_fence (seq);
 }
@@ -121,7 +122,7 @@ static int head_answer (size_t i, void *arg)
         return shim_fail (rv, "collective #%llu, rank %d: %s", (unsigned long long) g->seq, rank,
                           dtshim_strerror (rv));
     if (size > SHIM_PMI2_MAX_PAYLOAD
-        || (size_t) n != shim_pmi2_chunk_len (SHIM_FRAME_HEADER + (size_t) size, 0))
+        || (size_t) n != shim_chunk_len (SHIM_FRAME_HEADER + (size_t) size, SHIM_PMI2_CHUNK, 0))
         return shim_fail (DTSHIM_ERR_PMIX,
                           "collective #%llu, rank %d: a frame of %llu bytes in a "
                           "chunk of %ld",
@@ -130,7 +131,7 @@ static int head_answer (size_t i, void *arg)
         return DTSHIM_ERR_NO_MEMORY;
     g->out[i].size = (size_t) size;
     memcpy (g->out[i].bytes, head + SHIM_FRAME_HEADER, (size_t) n - SHIM_FRAME_HEADER);
-    g->nrest += shim_pmi2_chunk_count (SHIM_FRAME_HEADER + (size_t) size) - 1;
+    g->nrest += shim_chunk_count (SHIM_FRAME_HEADER + (size_t) size, SHIM_PMI2_CHUNK) - 1;
     return DTSHIM_OK;
 }
 
@@ -147,7 +148,8 @@ static int rest_answer (size_t k, void *arg)
 {
     struct frame_gets *g = arg;
     struct shim_piece *piece = &g->out[g->rest[k].i];
-    size_t c = g->rest[k].chunk, want = shim_pmi2_chunk_len (SHIM_FRAME_HEADER + piece->size, c);
+    size_t c = g->rest[k].chunk,
+           want = shim_chunk_len (SHIM_FRAME_HEADER + piece->size, SHIM_PMI2_CHUNK, c);
     int rank = g->first + g->rest[k].i;
     long n = answer_bytes (g, rank, piece->bytes + c * SHIM_PMI2_CHUNK - SHIM_FRAME_HEADER, want);
 
@@ -159,7 +161,7 @@ static int rest_answer (size_t k, void *arg)
     return DTSHIM_OK;
 }
 
-int shim_pmi2_read (enum shim_op op, uint64_t seq, int first, int count, struct shim_piece *out)
+static int read_pieces (enum shim_op op, uint64_t seq, int first, int count, struct shim_piece *out)
 {
     struct frame_gets g = {.op = op, .seq = seq, .first = first, .out = out};
     size_t k = 0;
@@ -170,7 +172,8 @@ int shim_pmi2_read (enum shim_op op, uint64_t seq, int first, int count, struct 
     if (rv == DTSHIM_OK && g.nrest > 0 && (g.rest = calloc (g.nrest, sizeof (*g.rest))) == NULL)
         rv = DTSHIM_ERR_NO_MEMORY;
     for (int i = 0; rv == DTSHIM_OK && i < count; i++) {
-        for (size_t c = 1; c < shim_pmi2_chunk_count (SHIM_FRAME_HEADER + out[i].size); c++)
+        size_t n = shim_chunk_count (SHIM_FRAME_HEADER + out[i].size, SHIM_PMI2_CHUNK);
+        for (size_t c = 1; c < n; c++)
             g.rest[k++] = (struct rest){i, c};
     }
     if (rv == DTSHIM_OK && g.nrest > 0)
@@ -181,7 +184,7 @@ int shim_pmi2_read (enum shim_op op, uint64_t seq, int first, int count, struct 
     return rv;
 }
 
-int shim_pmi2_publish (const char *key, uint64_t seq)
+static int publish (const char *key, uint64_t seq)
 {
     char value[32];
 
@@ -193,7 +196,7 @@ int shim_pmi2_publish (const char *key, uint64_t seq)
  * after collective seq's fence every node holds the same value, put before that fence by
  * one of the ranks asked (Slurm's KVS keeps the last put of a key). A value greater than
  * seq is never there while a rank still reads seq's, and is left out all the same. */
-int shim_pmi2_probe (const char *key, uint64_t seq, int *any)
+static int probe (const char *key, uint64_t seq, int *any)
 {
     char *value, *end;
     unsigned long long v;
@@ -210,3 +213,15 @@ int shim_pmi2_probe (const char *key, uint64_t seq, int *any)
     *any = v <= seq;
     return DTSHIM_OK;
 }
+
+const struct shim_transport shim_pmi2_transport = {
+    .name = "pmi2",
+    .connect = shim_pmi2_connect,
+    .disconnect = shim_pmi2_disconnect,
+    .exchange = exchange,
+    .fence = shim_pmi2_fence,
+    .read = read_pieces,
+    .publish = publish,
+    .probe = probe,
+    .abort = shim_pmi2_abort,
+};

@@ -9,19 +9,6 @@
 
 #include "shim/dtshim.h"
 
-size_t shim_pmi2_chunk_count (size_t frame_len)
-{
-    return frame_len == 0 ? 1 : (frame_len + SHIM_PMI2_CHUNK - 1) / SHIM_PMI2_CHUNK;
-}
-
-size_t shim_pmi2_chunk_len (size_t frame_len, size_t i)
-{
-    if (i * SHIM_PMI2_CHUNK >= frame_len)
-        return 0;
-    return frame_len - i * SHIM_PMI2_CHUNK < SHIM_PMI2_CHUNK ? frame_len - i * SHIM_PMI2_CHUNK
-                                                             : SHIM_PMI2_CHUNK;
-}
-
 int shim_pmi2_key (char *buf, size_t len, int rank, size_t chunk)
 {
     int n = chunk == 0 ? snprintf (buf, len, "dtshim.%d", rank)
@@ -246,9 +233,9 @@ int shim_pmi2_mapping (const char *text, size_t len, int size, int max_node, int
 }
 
 /* One name of a host list, from s to the ',' outside brackets or the end: whether it is
- * well formed, how many hosts it names (*count, at most limit + 1), and host k of them. */
-static bool host_range (const char *s, size_t len, long limit, long k, char *out, size_t outlen,
-                        long *count)
+ * well formed, how many hosts it names (*count, counted only past k), and host k of them
+ * into out when it names that many. */
+static bool host_range (const char *s, size_t len, long k, char *out, size_t outlen, long *count)
 {
     const char *open = memchr (s, '[', len), *close, *p;
     size_t plen, slen;
@@ -259,8 +246,7 @@ static bool host_range (const char *s, size_t len, long limit, long k, char *out
         return false;
     if (open == NULL) {
         *count = 1;
-        if (k == 0
-            && (len >= outlen || (size_t) snprintf (out, outlen, "%.*s", (int) len, s) >= outlen))
+        if (k == 0 && (size_t) snprintf (out, outlen, "%.*s", (int) len, s) >= outlen)
             return false;
         return true;
     }
@@ -288,7 +274,7 @@ static bool host_range (const char *s, size_t len, long limit, long k, char *out
                    >= outlen)
             return false;
         total += hi - lo + 1;
-        if (total > limit)
+        if (total > k)
             break;
     }
     *count = total;
@@ -307,8 +293,7 @@ int shim_hostlist_nth (const char *list, long n, char *out, size_t outlen)
         int depth = 0;
         for (; *e != '\0' && (*e != ',' || depth > 0); e++)
             depth += *e == '[' ? 1 : *e == ']' ? -1 : 0;
-        if (depth != 0
-            || !host_range (p, (size_t) (e - p), n - seen, n - seen, out, outlen, &count))
+        if (depth != 0 || !host_range (p, (size_t) (e - p), n - seen, out, outlen, &count))
             return -1;
         if (n - seen < count)
             return 0;

@@ -27,10 +27,6 @@
  * rank. Larger payloads are refused (DTSHIM_ERR_TOO_LARGE); PMIx carries up to 1 GiB. */
 #define SHIM_PMI2_MAX_PAYLOAD ((size_t) 1 << 20)
 
-/* Values of a frame of frame_len bytes, and the length of value i. */
-size_t shim_pmi2_chunk_count (size_t frame_len);
-size_t shim_pmi2_chunk_len (size_t frame_len, size_t i);
-
 /* The KVS key of chunk i of rank's frames: "dtshim.<rank>" for the first, "dtshim.<rank>.<i>"
  * for the others. Every collective puts its frame under the same keys again: Slurm's KVS
  * replaces a value put again, and a frame names its collective and sequence number, so a

@@ -156,18 +156,18 @@ int dtshim_should_preempt (void)
     /* Every rank decided 1 at the same call: no need to ask again. */
     if (decided)
         goto out;
-    if (shim_world.backend == SHIM_NONE) {
+    if (shim_world.transport == NULL) {
         decided = preempt_flag != 0;
         goto out;
     }
     if (preempt_flag && !published) {
-        if ((rv = shim_publish (PREEMPT_KEY, seq)) != DTSHIM_OK)
+        if ((rv = shim_world.transport->publish (PREEMPT_KEY, seq)) != DTSHIM_OK)
             goto out;
         published = true;
     }
-    if ((rv = shim_exchange (SHIM_OP_PREEMPT, NULL, 0, false, seq)) != DTSHIM_OK)
+    if ((rv = shim_world.transport->exchange (SHIM_OP_PREEMPT, NULL, 0, false, seq)) != DTSHIM_OK)
         goto out;
-    if ((rv = shim_probe (PREEMPT_KEY, seq, &any)) != DTSHIM_OK)
+    if ((rv = shim_world.transport->probe (PREEMPT_KEY, seq, &any)) != DTSHIM_OK)
         goto out;
     decided = any || published;
 out:

@@ -10,20 +10,14 @@
 
 #include "shim/wire.h"
 
-/* What carries the collectives: nothing (a world of one), PMIx, or Slurm's PMI-2. */
-enum shim_backend {
-    SHIM_NONE = 0,
-    SHIM_PMIX,
-    SHIM_PMI2,
-};
+struct shim_transport;
 
 struct shim_world {
     bool initialized;
-    enum shim_backend backend;
+    const struct shim_transport *transport; /* NULL: a world of one */
     bool broken; /* a fence timed out: its callback may still come, keys are lost */
     pmix_proc_t self;
     int rank, size, local_rank, local_size, node_rank, node_count;
-    int chief_node; /* node id of rank 0 (PMI-2 names it from the step's node list) */
     char chief_host[256];
     uint64_t seq; /* number of the next collective, the same on every rank */
     struct timespec deadline; /* of the collective in progress (CLOCK_MONOTONIC) */
@@ -59,42 +53,47 @@ void shim_end (void);
  * finalization, outside any collective, too). */
 void shim_begin_deadline (void);
 
-/* The transport (exchange.c for PMIx, pmi2.c for PMI-2; exchange.c dispatches). */
+/* A rank's contribution to a collective is put, a fence makes it every node's, then it is
+ * read back: what carries it is the step's server, PMIx (exchange.c) or Slurm's PMI-2
+ * (pmi2.c, pmi2kvs.c). Every call is bounded by the collective's deadline. */
+struct shim_transport {
+    const char *name; /* dtshim_backend()'s */
+    /* Connect and fill in the facts of shim_world / leave (not after a timeout: a fence is
+     * still pending in the server). */
+    int (*connect) (void);
+    int (*disconnect) (void);
+    /* Contribute size bytes of payload framed for op when contribute is true (else
+     * nothing), then fence with data collection. */
+    int (*exchange) (enum shim_op op, const void *payload, size_t size, bool contribute,
+                     uint64_t seq);
+    /* A barrier: a fence with data collection (without, Slurm's PMIx does not wait). */
+    int (*fence) (uint64_t seq);
+    /* The contributions of ranks first .. first+count-1 to collective seq, checked against
+     * op; free them with shim_pieces_free(). */
+    int (*read) (enum shim_op op, uint64_t seq, int first, int count, struct shim_piece *out);
+    /* Put key = seq for probe to find after the next fence. */
+    int (*publish) (const char *key, uint64_t seq);
+    /* Whether any other rank has published key with a value of at most seq, asked after
+     * collective seq's fence. A value put before that fence is there, on every node; one
+     * put later, by a rank already past it, may be there too and is left out. So every rank
+     * gets the same answer. */
+    int (*probe) (const char *key, uint64_t seq, int *any);
+    /* Ask the server to end every task of the step, with status and msg in its log. */
+    int (*abort) (int status, const char *msg);
+};
 
-/* exchange.c: contribute size bytes of payload framed for op when contribute is true (else
- * nothing), then fence with data collection, before the deadline. */
-int shim_exchange (enum shim_op op, const void *payload, size_t size, bool contribute,
-                   uint64_t seq);
-/* A barrier: a fence with data collection (without, Slurm's does not wait), before the
- * deadline. */
-int shim_fence (uint64_t seq);
-/* The contributions of ranks first .. first+count-1 to collective seq, checked against op,
- * fetched before the deadline; free them with shim_pieces_free(). */
-int shim_read (enum shim_op op, uint64_t seq, int first, int count, struct shim_piece *out);
+extern const struct shim_transport shim_pmix_transport; /* exchange.c */
+extern const struct shim_transport shim_pmi2_transport; /* pmi2kvs.c */
+
 void shim_pieces_free (struct shim_piece *pieces, int count);
-/* Whether any other rank has put key (a PMIX_UINT64) with a value of at most seq, asked of
- * the node's PMIx server after collective seq's fence: a get from every other rank, one by
- * one until one has it, before the deadline.  A value put before that fence is there, on
- * every node; one put later, by a rank already past it, may be there too and is left out.
- * So every rank gets the same answer. */
-int shim_probe (const char *key, uint64_t seq, int *any);
-/* Put key = seq (a PMIX_UINT64, or decimal text over PMI-2) for shim_probe to find after the
- * next fence. */
-int shim_publish (const char *key, uint64_t seq);
-/* Ask the server to end every task of the step, with status and msg in its log. */
-void shim_abort (int status, const char *msg);
 
-/* pmi2.c and pmi2kvs.c: the same over Slurm's PMI-2 server, and its setup. shim_pmi2_init
- * fills in the facts of shim_world. Over PMI-2 a key is the step's, not a rank's:
- * shim_pmi2_probe asks for it once. */
-int shim_pmi2_init (void);
-int shim_pmi2_finalize (void);
-int shim_pmi2_exchange (enum shim_op op, const void *payload, size_t size, bool contribute,
-                        uint64_t seq);
-int shim_pmi2_fence (uint64_t seq);
-int shim_pmi2_read (enum shim_op op, uint64_t seq, int first, int count, struct shim_piece *out);
-int shim_pmi2_probe (const char *key, uint64_t seq, int *any);
-int shim_pmi2_publish (const char *key, uint64_t seq);
-void shim_pmi2_abort (int status, const char *msg);
+/* A collective that passed its deadline: the step's exchanges are lost (broken), the
+ * detail recorded, and the step ended when the program asked for that. Returns
+ * DTSHIM_ERR_TIMEOUT. */
+int shim_timed_out (uint64_t seq, const char *what);
+
+/* PMIx's connection (init.c), for its transport. */
+int shim_pmix_connect (void);
+int shim_pmix_disconnect (void);
 
 #endif

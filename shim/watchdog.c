@@ -85,15 +85,12 @@ static void fire (double idle_s)
     msg[n] = '\n';
     (void) !write (STDERR_FILENO, msg, (size_t) n + 1);
     msg[n] = '\0';
-    if (shim_world.backend == SHIM_PMIX) {
+    if (shim_world.transport != NULL) {
         pthread_attr_init (&attr);
         pthread_attr_setdetachstate (&attr, PTHREAD_CREATE_DETACHED);
         if (pthread_create (&t, &attr, exit_later, NULL) == 0)
-            PMIx_Abort (WATCHDOG_EXIT, msg, NULL, 0);
+            shim_world.transport->abort (WATCHDOG_EXIT, msg);
         pthread_attr_destroy (&attr);
-    } else if (shim_world.backend == SHIM_PMI2) {
-        /* PMI-2's abort has no answer: once written, the server ends the step. */
-        shim_pmi2_abort (WATCHDOG_EXIT, msg);
     }
     _exit (WATCHDOG_EXIT);
 }

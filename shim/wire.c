@@ -15,16 +15,16 @@
 
 static const uint8_t frame_magic[4] = {'D', 'T', 'S', '1'};
 
-size_t shim_chunk_count (size_t frame_len)
+size_t shim_chunk_count (size_t frame_len, size_t chunk)
 {
-    return frame_len == 0 ? 1 : (frame_len + SHIM_CHUNK - 1) / SHIM_CHUNK;
+    return frame_len == 0 ? 1 : (frame_len + chunk - 1) / chunk;
 }
 
-size_t shim_chunk_len (size_t frame_len, size_t i)
+size_t shim_chunk_len (size_t frame_len, size_t chunk, size_t i)
 {
-    if (i * SHIM_CHUNK >= frame_len)
+    if (i * chunk >= frame_len)
         return 0;
-    return frame_len - i * SHIM_CHUNK < SHIM_CHUNK ? frame_len - i * SHIM_CHUNK : SHIM_CHUNK;
+    return frame_len - i * chunk < chunk ? frame_len - i * chunk : chunk;
 }
 
 int shim_key (char *buf, size_t len, uint64_t seq, size_t chunk)
@@ -86,7 +86,7 @@ int shim_frame_parse (const uint8_t *chunk, size_t len, enum shim_op op, uint64_
         return DTSHIM_ERR_PMIX;
     if ((rv = shim_frame_header_parse (chunk, op, seq, &n)) != DTSHIM_OK)
         return rv;
-    if (len != shim_chunk_len (SHIM_FRAME_HEADER + (size_t) n, 0))
+    if (len != shim_chunk_len (SHIM_FRAME_HEADER + (size_t) n, SHIM_CHUNK, 0))
         return DTSHIM_ERR_PMIX;
     *size = n;
     return DTSHIM_OK;

@@ -38,9 +38,10 @@ enum shim_op {
  * refused before anything is allocated for it (the shim is for small data). */
 #define SHIM_MAX_PAYLOAD ((size_t) 1 << 30)
 
-/* Chunks of a frame of frame_len bytes, and the length of chunk i. */
-size_t shim_chunk_count (size_t frame_len);
-size_t shim_chunk_len (size_t frame_len, size_t i);
+/* Chunks of chunk bytes (SHIM_CHUNK for PMIx, SHIM_PMI2_CHUNK for PMI-2) of a frame of
+ * frame_len bytes, and the length of chunk i. */
+size_t shim_chunk_count (size_t frame_len, size_t chunk);
+size_t shim_chunk_len (size_t frame_len, size_t chunk, size_t i);
 
 /* The PMIx key of chunk i of collective seq: "dtshim.<seq>" for the first chunk,
  * "dtshim.<seq>.<i>" for the others. */

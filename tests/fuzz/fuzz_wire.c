@@ -78,13 +78,15 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     rc = shim_frame_parse (len > 0 ? chunk : NULL, len, (enum shim_op) data[0], seq, &payload);
     FUZZ_CHECK (rc == DTSHIM_OK || rc == DTSHIM_ERR_MISMATCH || rc == DTSHIM_ERR_PMIX);
     if (rc == DTSHIM_OK) {
-        /* what shim_read does next: the payload's chunks, each of a known length */
-        size_t frame = SHIM_FRAME_HEADER + (size_t) payload, chunks = shim_chunk_count (frame);
-        FUZZ_CHECK (len == shim_chunk_len (frame, 0) && len >= SHIM_FRAME_HEADER);
+        /* what the PMIx read does next: the payload's chunks, each of a known length */
+        size_t frame = SHIM_FRAME_HEADER + (size_t) payload;
+        size_t chunks = shim_chunk_count (frame, SHIM_CHUNK);
+        FUZZ_CHECK (len == shim_chunk_len (frame, SHIM_CHUNK, 0) && len >= SHIM_FRAME_HEADER);
         FUZZ_CHECK (chunks >= 1);
         for (size_t c = 1; c < chunks && c < 4; c++)
-            FUZZ_CHECK (shim_chunk_len (frame, c) > 0 && shim_chunk_len (frame, c) <= SHIM_CHUNK);
-        FUZZ_CHECK (shim_chunk_len (frame, chunks) == 0);
+            FUZZ_CHECK (shim_chunk_len (frame, SHIM_CHUNK, c) > 0
+                        && shim_chunk_len (frame, SHIM_CHUNK, c) <= SHIM_CHUNK);
+        FUZZ_CHECK (shim_chunk_len (frame, SHIM_CHUNK, chunks) == 0);
         /* and a frame we write for it parses the same */
         uint8_t header[SHIM_FRAME_HEADER];
         shim_frame_header (header, (enum shim_op) data[0], seq, payload);

@@ -1,5 +1,5 @@
 /* Unit tests for shim/pmi2wire.c: PMI-2 requests and answers as Slurm's server writes them,
- * values, the process mapping and host lists. */
+ * values, the process mapping and host lists; and the frame's PMI-2 chunks (shim/wire.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +11,7 @@
 
 #include "shim/dtshim.h"
 #include "shim/pmi2wire.h"
+#include "shim/wire.h"
 
 static void requests_are_framed (void **state)
 {
@@ -122,13 +123,13 @@ static void keys_and_chunks (void **state)
     assert_string_equal (key, "dtshim.2147483647.1367");
     assert_int_equal (shim_pmi2_key (key, sizeof (key), -1, 0), DTSHIM_ERR_INVALID);
     assert_int_equal (shim_pmi2_key (tiny, sizeof (tiny), 12, 0), DTSHIM_ERR_INVALID);
-    assert_int_equal (shim_pmi2_chunk_count (0), 1);
-    assert_int_equal (shim_pmi2_chunk_count (SHIM_PMI2_CHUNK), 1);
-    assert_int_equal (shim_pmi2_chunk_count (SHIM_PMI2_CHUNK + 1), 2);
-    assert_int_equal (shim_pmi2_chunk_len (SHIM_PMI2_CHUNK + 1, 1), 1);
-    assert_int_equal (shim_pmi2_chunk_len (SHIM_PMI2_CHUNK + 1, 2), 0);
+    assert_int_equal (shim_chunk_count (0, SHIM_PMI2_CHUNK), 1);
+    assert_int_equal (shim_chunk_count (SHIM_PMI2_CHUNK, SHIM_PMI2_CHUNK), 1);
+    assert_int_equal (shim_chunk_count (SHIM_PMI2_CHUNK + 1, SHIM_PMI2_CHUNK), 2);
+    assert_int_equal (shim_chunk_len (SHIM_PMI2_CHUNK + 1, SHIM_PMI2_CHUNK, 1), 1);
+    assert_int_equal (shim_chunk_len (SHIM_PMI2_CHUNK + 1, SHIM_PMI2_CHUNK, 2), 0);
     /* The largest frame: 1 MiB and its header, 1,366 values. */
-    assert_int_equal (shim_pmi2_chunk_count (24 + SHIM_PMI2_MAX_PAYLOAD), 1366);
+    assert_int_equal (shim_chunk_count (24 + SHIM_PMI2_MAX_PAYLOAD, SHIM_PMI2_CHUNK), 1366);
 }
 
 static void check_mapping (const char *text, int size, const int *want)

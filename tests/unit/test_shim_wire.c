@@ -28,16 +28,17 @@ static void keys_are_numbered (void **state)
 
 static void chunks_cover_the_frame (void **state)
 {
-    assert_int_equal (shim_chunk_count (SHIM_FRAME_HEADER), 1);
-    assert_int_equal (shim_chunk_len (SHIM_FRAME_HEADER, 0), SHIM_FRAME_HEADER);
-    assert_int_equal (shim_chunk_count (SHIM_CHUNK), 1);
-    assert_int_equal (shim_chunk_count (SHIM_CHUNK + 1), 2);
-    assert_int_equal (shim_chunk_len (SHIM_CHUNK + 1, 0), SHIM_CHUNK);
-    assert_int_equal (shim_chunk_len (SHIM_CHUNK + 1, 1), 1);
-    assert_int_equal (shim_chunk_len (SHIM_CHUNK + 1, 2), 0);
+    assert_int_equal (shim_chunk_count (SHIM_FRAME_HEADER, SHIM_CHUNK), 1);
+    assert_int_equal (shim_chunk_len (SHIM_FRAME_HEADER, SHIM_CHUNK, 0), SHIM_FRAME_HEADER);
+    assert_int_equal (shim_chunk_count (SHIM_CHUNK, SHIM_CHUNK), 1);
+    assert_int_equal (shim_chunk_count (SHIM_CHUNK + 1, SHIM_CHUNK), 2);
+    assert_int_equal (shim_chunk_len (SHIM_CHUNK + 1, SHIM_CHUNK, 0), SHIM_CHUNK);
+    assert_int_equal (shim_chunk_len (SHIM_CHUNK + 1, SHIM_CHUNK, 1), 1);
+    assert_int_equal (shim_chunk_len (SHIM_CHUNK + 1, SHIM_CHUNK, 2), 0);
     /* 4 MiB of payload: four full chunks and the header's 16 bytes in a fifth. */
-    assert_int_equal (shim_chunk_count (SHIM_FRAME_HEADER + 4 * SHIM_CHUNK), 5);
-    assert_int_equal (shim_chunk_len (SHIM_FRAME_HEADER + 4 * SHIM_CHUNK, 4), SHIM_FRAME_HEADER);
+    assert_int_equal (shim_chunk_count (SHIM_FRAME_HEADER + 4 * SHIM_CHUNK, SHIM_CHUNK), 5);
+    assert_int_equal (shim_chunk_len (SHIM_FRAME_HEADER + 4 * SHIM_CHUNK, SHIM_CHUNK, 4),
+                      SHIM_FRAME_HEADER);
 }
 
 static void frame_round_trip (void **state)
