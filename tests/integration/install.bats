@@ -11,6 +11,9 @@ PACKAGES=(slurm-dist-train libdtshim0 libdtshim-dev python3-dtshim)
 PACKAGES_DEB=()
 SNIPPET=/usr/share/slurm-dist-train/dist-train.conf
 LINK=/etc/slurm/plugstack.conf.d/zz-dist-train.conf
+# what an admin may leave beside the link, which the purge names and leaves alone
+COPY=/etc/slurm/plugstack.conf.d/dt-installtest-copy.conf
+DANGLING=/etc/slurm/plugstack.conf.d/dt-installtest-dangling.conf
 
 purge_packages() {
     DEBIAN_FRONTEND=noninteractive timeout 120 apt-get purge -y -q "${PACKAGES[@]}" >&2 2>&1 || true
@@ -32,7 +35,9 @@ setup_file() {
     done
     DEBIAN_FRONTEND=noninteractive timeout 300 apt-get install -y -q --no-install-recommends \
         "${PACKAGES_DEB[@]}" >&2
-    ln -sfn "$SNIPPET" "$LINK"
+    # enabled with a relative link, as an admin may write it (the purge must find it too)
+    ln -sfn "../../..$SNIPPET" "$LINK"
+    [[ -f $LINK ]]
     # the cluster reads the site's plugstack.conf.d, as Debian's plugstack.conf does
     printf 'include /etc/slurm/plugstack.conf.d/*.conf\n' >"$BATS_FILE_TMPDIR/plugstack.conf"
     "$MINICLUSTER" stop >/dev/null 2>&1 || true
@@ -42,7 +47,7 @@ setup_file() {
 teardown_file() {
     cluster_stop || true
     purge_packages
-    rm -f "$LINK"
+    rm -f "$LINK" "$COPY" "$DANGLING"
 }
 
 setup() {
@@ -124,28 +129,47 @@ dtshim.finalize()'
     [[ $(grep -c "^rank [01] of 2 from /usr/lib/python3/dist-packages/dtshim.py$" <<<"$output") -eq 2 ]]
 }
 
+@test "configless: every slurmd started with --conf-server, the shipped plugstack.conf includes each node's own snippet" {
+    cluster_stop
+    "$MINICLUSTER" start --nodes 2 --configless --plugstack "$BATS_FILE_TMPDIR/plugstack.conf" >&2
+    eval "$("$MINICLUSTER" env)"
+    grep -qx 'SlurmctldParameters=enable_configless' "$MINICLUSTER_DIR/slurm.conf"
+    refute grep -q '^PlugStackConfig' "$MINICLUSTER_DIR/slurm.conf"
+    # each node runs on what slurmctld sent it: the include line, not the snippet
+    local node cache
+    for node in node1 node2; do
+        cache=$MINICLUSTER_DIR/nodes/$node/spool/conf-cache
+        cmp "$cache/plugstack.conf" "$BATS_FILE_TMPDIR/plugstack.conf"
+        grep -q 'enable_configless' "$cache/slurm.conf"
+        [[ ! -e $cache/plugstack.conf.d && ! -e $cache/zz-dist-train.conf ]]
+    done
+    run timeout 60 srun --dist-train -N2 -n4 bash -c 'echo "rank $RANK of $WORLD_SIZE on $(hostname) master $MASTER_ADDR:$MASTER_PORT"'
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ $(grep -cE "^rank [0-3] of 4 on node[12] master $(node_addr node1):[0-9]+\$" <<<"$output") -eq 4 ]]
+    # the installed doctor checks the step on both nodes
+    run timeout 60 srun --dist-train -N2 -n2 dist-train-doctor --timeout 10
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ $output == *"dist-train-doctor: ok: all 2 ranks on 2 nodes checked in, nothing wrong"* ]]
+}
+
 @test "purge: nothing left in Slurm's plugin directory, plugstack.conf.d, the library path or the Python path" {
     local plugin_dir
     plugin_dir=$(dirname "$(dpkg -L slurm-dist-train | grep '/dist_train\.so$')")
     cluster_stop
+    admin_leftovers "$SNIPPET"
     run purge_packages
     echo "$output"
     for p in "${PACKAGES[@]}"; do
         [[ -z $(dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -v "not-installed") ]]
     done
     [[ ! -e $plugin_dir/dist_train.so ]]
-    # the admin's link went with the snippet it pointed at (a dangling one fails every srun)
-    [[ ! -e $LINK && ! -L $LINK ]]
-    [[ $output == *"removed $LINK, which enabled the plugin"* ]]
     [[ ! -e /usr/share/slurm-dist-train ]]
     [[ -z $(ldconfig -p | grep libdtshim) ]]
     [[ -z $(find /usr/lib /usr/include /usr/share/pkgconfig -name 'libdtshim*' -o -name 'dtshim.h' -o -name 'dtshim.pc' 2>/dev/null) ]]
     refute "$TORCH_PYTHON" -c 'import dtshim' 2>/dev/null
     # and Slurm on this node works as before: plain steps run with the same plugstack.conf
     "$MINICLUSTER" start --nodes 2 --plugstack "$BATS_FILE_TMPDIR/plugstack.conf" >&2
-    run timeout 60 srun -N2 -n2 hostname
-    echo "$output"
-    [ "$status" -eq 0 ]
-    run timeout 60 srun --dist-train -N1 -n1 true
-    [ "$status" -ne 0 ]
+    removal_checked
 }

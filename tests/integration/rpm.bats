@@ -1,11 +1,16 @@
 #!/usr/bin/env bats
-# rpm.bats - the RPM spec as `make dist`'s tarball ships it (slurm-dist-train.spec):
-# rpmspec -P reads it, `rpmbuild -ta --nodeps` builds the four packages from the
-# tarball, the plugin requires the Slurm release it was built against, and %files is
-# exactly what `make install` installs: rpmbuild stops on a file installed but not
-# packaged and on one packaged but not installed, shown here by editing %files.
+# rpm.bats - the RPM spec as `make dist`'s tarball ships it (slurm-dist-train.spec),
+# against a Slurm as SchedMD's RPMs install it: slurm.pc under a lib64 (a fake one here,
+# naming this machine's headers), Slurm's plugins in its libdir/slurm. rpmspec -P reads
+# the spec, `rpmbuild -ta --nodeps` builds the four packages from the tarball, the
+# plugin requires the Slurm release it was built against and its Release carries it,
+# and %files is exactly what `make install` installs: rpmbuild stops on a file installed
+# but not packaged and on one packaged but not installed, shown here by editing %files.
+# Last, the plugin's package is installed (rpm -i, a database of its own), enabled with
+# a relative link and used by the test cluster, then erased: the link goes with it, and
+# srun works on the node as before.
 # This is Debian's rpm (the spec's own macros fill in what a RHEL system's
-# python-rpm-macros would); no cluster is needed.
+# python-rpm-macros would).
 
 load helpers/common
 
@@ -27,6 +32,47 @@ setup_file() {
     export RELEASE NEXT
     RELEASE=$(slurm_release)
     NEXT=$(next_release "$RELEASE")
+    # SchedMD's layout under a prefix of the test's own (removed at the end): slurm.pc
+    # in PREFIX/lib64/pkgconfig names libdir PREFIX/lib64, so the plugin goes to
+    # PREFIX/lib64/slurm, which is nothing rpm's %{_libdir} would give. Its headers are
+    # this machine's, and so is its version.
+    export PREFIX=/opt/slurm-dist-train-rpmtest PKG_CONFIG_PATH=$WORK/lib64/pkgconfig
+    export RPMDB=$WORK/rpmdb
+    export LINK=/etc/slurm/plugstack.conf.d/zz-dist-train.conf
+    export COPY=/etc/slurm/plugstack.conf.d/dt-rpmtest-copy.conf
+    export DANGLING=/etc/slurm/plugstack.conf.d/dt-rpmtest-dangling.conf
+    [[ ! -e $PREFIX ]] || { echo "$PREFIX exists: a run that was killed left it; remove it" >&2; return 1; }
+    fake_slurm_pc "$WORK/lib64/pkgconfig" "$PREFIX/lib64" "$(slurm_header_version)"
+}
+
+# fake_slurm_pc DIR LIBDIR VERSION [INCLUDEDIR]: slurm.pc as SchedMD's slurm-devel
+# installs it (headers in /usr/include unless INCLUDEDIR).
+fake_slurm_pc() {
+    mkdir -p "$1"
+    printf '%s\n' "libdir=$2" "includedir=${4:-/usr/include}" '' 'Name: slurm' \
+        'Description: Slurm Workload Manager' "Version: $3" \
+        'Cflags: -I${includedir}' 'Libs: -L${libdir} -lslurm' >"$1/slurm.pc"
+}
+
+# The full version of the headers (22.05.8), as slurm.pc's Version has it.
+slurm_header_version() {
+    local v
+    v=$(sed -n 's/^#define SLURM_VERSION_NUMBER 0x\([0-9a-f]*\)$/\1/p' /usr/include/slurm/slurm_version.h)
+    v=$((16#$v))
+    printf '%d.%02d.%d\n' $((v >> 16)) $(((v >> 8) & 0xff)) $((v & 0xff))
+}
+
+teardown_file() {
+    local rc=0
+    if [[ -n ${RPMDB:-} ]] && rpm -q --dbpath "$RPMDB" slurm-dist-train >/dev/null 2>&1; then
+        timeout 60 rpm -e --nodeps --dbpath "$RPMDB" slurm-dist-train >&2 || rc=1
+    fi
+    if [[ -n ${LINK:-} ]]; then
+        "$MINICLUSTER" stop >/dev/null 2>&1 || true
+        rm -f -- "$LINK" "$COPY" "$DANGLING"
+    fi
+    [[ -z ${PREFIX:-} || ! -e $PREFIX ]] || rm -rf --one-file-system -- "$PREFIX"
+    return $rc
 }
 
 # rpmbuild_in TOPDIR ARGS...: rpmbuild with its own tree, no %check (make check ran
@@ -46,12 +92,32 @@ has_file() {
     grep -qxE "$re" <<<"$1" || { echo "not in the package: $2"; return 1; }
 }
 
-@test "rpmspec -P: the tarball's spec, four packages, the plugin pinned to this Slurm's release" {
+@test "rpmspec -P: the tarball's spec, four packages, the plugin pinned to slurm.pc's release" {
     run timeout 60 rpmspec -P "$SPEC"
     [ "$status" -eq 0 ] || { echo "$output"; false; }
     grep -q "^Version: *$VERSION\$" <<<"$output"
+    grep -q "^Release: *1\.slurm$RELEASE\$" <<<"$output"
     grep -q "^Requires: *slurm >= $RELEASE\$" <<<"$output"
     grep -q "^Requires: *slurm < $NEXT\$" <<<"$output"
+    grep -q -- "--with-slurm-plugindir=$PREFIX/lib64/slurm " <<<"$output"
+    # build dependencies by pkg-config module: OpenPMIx's own spec makes no pmix-devel
+    for m in slurm pmix hwloc libcrypto; do
+        grep -q "^BuildRequires: *pkgconfig($m)" <<<"$output"
+    done
+    refute grep -Eq '^BuildRequires: *(slurm|pmix|hwloc)-devel' <<<"$output"
+    # the removal scriptlet is the Debian package's postrm
+    diff <(sed -n '/^%postun$/,/^exit 0$/p' <<<"$output" | sed 1d) "$TOP/etc/postrm.sh"
+    # another release's slurm.pc gives another pin
+    fake_slurm_pc "$WORK/other/pkgconfig" /usr/lib64 24.11.6
+    run env PKG_CONFIG_PATH="$WORK/other/pkgconfig" timeout 60 rpmspec -P "$SPEC"
+    grep -q "^Release: *1\.slurm24\.11\$" <<<"$output"
+    grep -q "^Requires: *slurm < 24\.12\$" <<<"$output"
+    grep -q -- "--with-slurm-plugindir=/usr/lib64/slurm " <<<"$output"
+    # a Slurm without slurm.pc (before 24.05): the release given, slurm-devel's headers
+    run env PKG_CONFIG_PATH="$WORK/none" timeout 60 rpmspec -P --define 'slurm_version 23.11' "$SPEC"
+    grep -q "^Release: *1\.slurm23\.11\$" <<<"$output"
+    grep -q "^BuildRequires: *slurm-devel\$" <<<"$output"
+    refute grep -q "^BuildRequires: *pkgconfig(slurm)" <<<"$output"
     [[ $(grep -c '^%files' <<<"$output") -eq 4 ]]
     for p in libdtshim libdtshim-devel python3-dtshim; do
         grep -q "^%package -n $p\$" <<<"$output"
@@ -62,8 +128,10 @@ has_file() {
     local rpms=$WORK/ok/RPMS libdir plugin_rpm files
     run rpmbuild_in "$WORK/ok" -ta "$TARBALL"
     [ "$status" -eq 0 ] || { tail -n 40 <<<"$output"; false; }
+    # the spec names the plugin directory it found in slurm.pc, and configure says it used it
+    grep -Fq "plugin directory ..... $PREFIX/lib64/slurm (--with-slurm-plugindir)" <<<"$output"
     libdir=$(rpm --eval '%{_libdir}')
-    plugin_rpm=$(echo "$rpms"/*/slurm-dist-train-"$VERSION"-*.rpm)
+    plugin_rpm=$(echo "$rpms"/*/slurm-dist-train-"$VERSION"-1.slurm"$RELEASE"*.rpm)
     [[ -f $plugin_rpm ]]
     for p in libdtshim libdtshim-devel python3-dtshim; do
         [[ -f $(echo "$rpms"/*/"$p-$VERSION"-*.rpm) ]]
@@ -78,7 +146,7 @@ has_file() {
     grep -qx "slurm >= $RELEASE" <<<"$output"
     grep -qx "slurm < $NEXT" <<<"$output"
     files=$(rpm -qlp "$plugin_rpm")
-    for f in "$libdir/slurm/dist_train.so" /usr/bin/dist-train-doctor /usr/bin/dist-train-plan \
+    for f in "$PREFIX/lib64/slurm/dist_train.so" /usr/bin/dist-train-doctor /usr/bin/dist-train-plan \
         /usr/bin/dist-train-restart /usr/share/slurm-dist-train/dist-train.conf \
         /usr/share/man/man8/dist-train.8 /usr/share/man/man1/dist-train-doctor.1 \
         /usr/share/man/man1/dist-train-plan.1 /usr/share/man/man1/dist-train-restart.1 \
@@ -88,7 +156,7 @@ has_file() {
     # nothing in /etc: the snippet is enabled by the admin, and it loads this package's plugin
     refute grep -q '^/etc/' <<<"$files"
     (cd "$WORK" && rpm2cpio "$plugin_rpm" | cpio -i --quiet --to-stdout ./usr/share/slurm-dist-train/dist-train.conf) >"$WORK/snippet"
-    [[ $(grep -c "^required $libdir/slurm/dist_train.so\$" "$WORK/snippet") -eq 1 ]]
+    [[ $(grep -c "^required $PREFIX/lib64/slurm/dist_train.so\$" "$WORK/snippet") -eq 1 ]]
 
     # the library, its development files and the module
     rpm -qlp "$rpms"/*/libdtshim-"$VERSION"-*.rpm | grep -qx "$libdir/libdtshim.so.0"
@@ -116,4 +184,63 @@ has_file() {
     run rpmbuild_in "$WORK/extra" -bb "$dir/extra.spec"
     [ "$status" -ne 0 ]
     grep -q "File not found.*/usr/bin/dist-train-nothing" <<<"$output" || { tail -n 20 <<<"$output"; false; }
+}
+
+@test "configure takes the plugin directory and the include path from slurm.pc, says so, and refuses another Slurm's" {
+    local src=$WORK/configure
+    mkdir -p "$src"
+    tar -xzf "$TARBALL" -C "$src" --strip-components=1
+    # Slurm under a prefix: its headers where slurm.pc says, not in /usr/include
+    mkdir -p "$WORK/prefixed/include"
+    cp -r /usr/include/slurm "$WORK/prefixed/include/"
+    fake_slurm_pc "$WORK/prefixed/lib64/pkgconfig" "$PREFIX/lib64" "$(slurm_header_version)" "$WORK/prefixed/include"
+    run bash -c "cd '$src' && PKG_CONFIG_PATH='$WORK/prefixed/lib64/pkgconfig' timeout 300 ./configure 2>&1"
+    [ "$status" -eq 0 ] || { tail -n 30 <<<"$output"; false; }
+    grep -Fq "plugin directory ..... $PREFIX/lib64/slurm (slurm.pc, libdir $PREFIX/lib64)" <<<"$output" ||
+        { grep 'plugin directory' <<<"$output"; false; }
+    grep -Fq "Slurm headers ........ $(slurm_header_version) -I$WORK/prefixed/include" <<<"$output" ||
+        { grep 'Slurm headers' <<<"$output"; false; }
+    grep -q "^checking that slurm.pc ($(slurm_header_version)) is the Slurm of the headers... yes$" <<<"$output"
+    # a slurm.pc of another release than the headers: the packages would require the wrong one
+    fake_slurm_pc "$WORK/mismatch/pkgconfig" /usr/lib64 99.01.0
+    run bash -c "cd '$src' && PKG_CONFIG_PATH='$WORK/mismatch/pkgconfig' timeout 300 ./configure 2>&1"
+    [ "$status" -ne 0 ]
+    grep -q "error: slurm.pc says Slurm 99.01.0, but slurm/slurm_version.h is $(slurm_header_version): they come from different Slurm installations" <<<"$output" ||
+        { tail -n 5 <<<"$output"; false; }
+}
+
+@test "rpm -i, enabled with a relative link, a step on it; rpm -U keeps the link; rpm -e removes it, names what is left, and srun works" {
+    local plugin_rpm FORCE_DEBIAN=()
+    plugin_rpm=$(echo "$WORK"/ok/RPMS/*/slurm-dist-train-"$VERSION"-*.rpm)
+    # Debian 12's rpm refuses to install without it; 13's has no such option
+    if rpm --help | grep -q -- '--force-debian'; then FORCE_DEBIAN=(--force-debian); fi
+    [[ -f $plugin_rpm ]]
+    [[ -d /etc/slurm/plugstack.conf.d ]]
+    mkdir -p "$RPMDB"
+    run timeout 120 rpm -i --nodeps "${FORCE_DEBIAN[@]}" --dbpath "$RPMDB" "$plugin_rpm"
+    [ "$status" -eq 0 ] || { echo "$output"; false; }
+    [[ -f $PREFIX/lib64/slurm/dist_train.so ]]
+    # enabled as an admin may do it: a link relative to plugstack.conf.d
+    ln -sfn ../../../usr/share/slurm-dist-train/dist-train.conf "$LINK"
+    [[ -f $LINK ]]
+    printf 'include /etc/slurm/plugstack.conf.d/*.conf\n' >"$WORK/plugstack.conf"
+    "$MINICLUSTER" stop >/dev/null 2>&1 || true
+    "$MINICLUSTER" start --nodes 2 --plugstack "$WORK/plugstack.conf" >&2
+    eval "$("$MINICLUSTER" env)"
+    run timeout 60 srun --dist-train -N2 -n2 bash -c 'echo "rank $RANK of $WORLD_SIZE"'
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ $(grep -c '^rank [01] of 2$' <<<"$output") -eq 2 ]]
+
+    # an upgrade (here: the same package again) keeps the admin's link
+    run timeout 120 rpm -U --replacepkgs --nodeps "${FORCE_DEBIAN[@]}" --dbpath "$RPMDB" "$plugin_rpm"
+    [ "$status" -eq 0 ] || { echo "$output"; false; }
+    [[ -L $LINK && -f $LINK ]]
+
+    admin_leftovers /usr/share/slurm-dist-train/dist-train.conf
+    run timeout 120 rpm -e --nodeps --dbpath "$RPMDB" slurm-dist-train
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ ! -e $PREFIX/lib64/slurm/dist_train.so && ! -e /usr/share/slurm-dist-train ]]
+    removal_checked
 }

@@ -239,3 +239,30 @@ settled_states() {
     done
     echo "$states"
 }
+
+# The removal tests of both kinds of package (install.bats, rpm.bats). The admin enabled
+# the plugin with $LINK; admin_leftovers SNIPPET leaves beside it what removal must name
+# and leave alone: an edited copy of SNIPPET at $COPY (optional, so that Slurm skips the
+# plugin once it is gone) and another package's link that dangles already at $DANGLING.
+admin_leftovers() {
+    sed 's/^required /optional /' "$1" >"$COPY"
+    ln -sfn /usr/share/no-such-package/plugin.conf "$DANGLING"
+}
+
+# removal_checked: $output, the removal's, says it removed $LINK and names $COPY and
+# $DANGLING, which are still there; $LINK is gone, and the cluster (2 nodes, the same
+# plugstack.conf) runs plain steps and knows --dist-train no more.
+removal_checked() {
+    [[ ! -e $LINK && ! -L $LINK ]]
+    [[ $output == *"removed $LINK, which enabled the plugin"* ]]
+    [[ $output == *"$COPY still loads dist_train.so, which is gone"* ]]
+    [[ $output == *"$DANGLING is a dangling link (to /usr/share/no-such-package/plugin.conf)"* ]]
+    [[ -f $COPY && -L $DANGLING ]]
+    run timeout 60 srun -N2 -n2 hostname
+    echo "$output"
+    [ "$status" -eq 0 ]
+    # (and srun's complaint about the copy's optional plugin, which it skips)
+    [[ $(grep -cx 'node[12]' <<<"$output") -eq 2 ]]
+    run timeout 60 srun --dist-train -N1 -n1 true
+    [ "$status" -ne 0 ]
+}
