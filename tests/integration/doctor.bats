@@ -78,7 +78,8 @@ assert r["problems"] == [], r' "$json"
 }
 
 @test "CPUs: a rank that widens its affinity over its neighbour's is named" {
-    run timeout 60 srun --dist-train -N2 --ntasks-per-node=2 --gres=gpu:4 bash -c \
+    # (on named nodes: the last step's node may not be free again yet)
+    run timeout 60 srun --dist-train -w node1,node2 --ntasks-per-node=2 --gres=gpu:4 bash -c \
         'if [ "$SLURM_PROCID" = 3 ]; then exec taskset -c 0-1 "$0" --timeout 5; fi
          exec "$0" --timeout 5' "$DOCTOR"
     echo "$output"
@@ -107,7 +108,7 @@ assert r["problems"] == [], r' "$json"
 
 @test "an interface without an address: each rank says so, rank 0 names the nodes" {
     # (an interface the user chose: the plugin keeps it)
-    NCCL_SOCKET_IFNAME=nosuch0 run timeout 60 srun --dist-train -N2 --ntasks-per-node=1 \
+    NCCL_SOCKET_IFNAME=nosuch0 run timeout 60 srun --dist-train -w node1,node2 --ntasks-per-node=1 \
         "$DOCTOR" --timeout 3
     echo "$output"
     [ "$status" -ne 0 ]
@@ -122,7 +123,7 @@ import socket, time
 s = socket.socket(); s.bind(("0.0.0.0", 29555)); s.listen(); time.sleep(50)' &
     HOLDER=$!
     sleep 1
-    MASTER_PORT=29555 run timeout 60 srun --dist-train -N2 -n2 "$DOCTOR" --timeout 5
+    MASTER_PORT=29555 run timeout 60 srun --dist-train -w node1,node2 -n2 "$DOCTOR" --timeout 5
     echo "$output"
     [ "$status" -ne 0 ]
     [[ $output == *"dist-train-doctor: MASTER_PORT 29555 is already in use on node1;"*"set MASTER_PORT to a free port"* ]]
