@@ -54,14 +54,6 @@ fake_slurm_pc() {
         'Cflags: -I${includedir}' 'Libs: -L${libdir} -lslurm' >"$1/slurm.pc"
 }
 
-# The full version of the headers (22.05.8), as slurm.pc's Version has it.
-slurm_header_version() {
-    local v
-    v=$(sed -n 's/^#define SLURM_VERSION_NUMBER 0x\([0-9a-f]*\)$/\1/p' /usr/include/slurm/slurm_version.h)
-    v=$((16#$v))
-    printf '%d.%02d.%d\n' $((v >> 16)) $(((v >> 8) & 0xff)) $((v & 0xff))
-}
-
 teardown_file() {
     local rc=0
     if [[ -n ${RPMDB:-} ]] && rpm -q --dbpath "$RPMDB" slurm-dist-train >/dev/null 2>&1; then

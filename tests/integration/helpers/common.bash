@@ -151,14 +151,20 @@ check_layout() {
     done
 }
 
-# The Slurm release the build is for, from slurm/slurm_version.h, as 22.05; and
-# the release after one (22.05 -> 22.06), the upper bound of the packages' pin.
-slurm_release() {
+# The version of the Slurm headers the build uses, from slurm/slurm_version.h, as
+# slurm.pc's Version has it (22.05.8); the release (22.05); and the release after
+# one (22.05 -> 22.06), the upper bound of the packages' pin.
+slurm_header_version() {
     local v
     v=$(sed -n 's/^#define SLURM_VERSION_NUMBER 0x\([0-9a-f]*\)$/\1/p' /usr/include/slurm/slurm_version.h)
     [[ -n $v ]] || { echo "no SLURM_VERSION_NUMBER in /usr/include/slurm/slurm_version.h" >&2; return 1; }
     v=$((16#$v))
-    printf '%d.%02d\n' $((v >> 16)) $(((v >> 8) & 0xff))
+    printf '%d.%02d.%d\n' $((v >> 16)) $(((v >> 8) & 0xff)) $((v & 0xff))
+}
+slurm_release() {
+    local v
+    v=$(slurm_header_version) || return 1
+    echo "${v%.*}"
 }
 next_release() { printf '%d.%02d\n' "${1%%.*}" $((10#${1#*.} + 1)); }
 
