@@ -35,7 +35,12 @@ struct task_binding {
     size_t masksize;
 };
 
-static struct {
+/* A slurmstepd node's binding: planned in user_init, each task's applied in
+ * its task_init. */
+struct node_binding {
+    const struct dist_config *cfg;
+    const struct node_topology *topology; /* where it came from, for verbose */
+    const char *node_name;
     int ntasks;
     struct task_binding *task;
     char warning[DIST_ERR_MAX]; /* why binding was skipped or limited */
@@ -43,11 +48,9 @@ static struct {
     bool cpus_shared; /* for verbose: more ranks than CPUs */
     int step_cpus; /* for verbose: the CPUs the plan divides */
     double load_us, plan_us; /* for verbose: what planning cost here */
-    enum topo_source source; /* where the topology came from */
-    struct dist_topo live; /* a live load, kept for the cache */
-} node;
+    bool task_failed; /* out of memory filling the tasks: none is bound */
+};
 
-/* Keep the first problem; local rank 0 reports it. */
 static double now_us (void)
 {
     struct timespec ts;
@@ -55,21 +58,24 @@ static double now_us (void)
     return (double) ts.tv_sec * 1e6 + (double) ts.tv_nsec / 1e3;
 }
 
-static void warn (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
-static void warn (const char *fmt, ...)
+/* Keep the first problem; local rank 0 reports it.  b may be NULL: a question
+ * asked outside planning, whose problems the plan reports. */
+static void warn (struct node_binding *b, const char *fmt, ...)
+    __attribute__ ((format (printf, 2, 3)));
+static void warn (struct node_binding *b, const char *fmt, ...)
 {
     va_list ap;
 
-    if (node.warning[0] != '\0')
+    if (b == NULL || b->warning[0] != '\0')
         return;
     va_start (ap, fmt);
-    vsnprintf (node.warning, sizeof (node.warning), fmt, ap);
+    vsnprintf (b->warning, sizeof (b->warning), fmt, ap);
     va_end (ap);
 }
 
 /* The step's GPUs: Slurm's global indices (PCI order) and the tokens of
  * CUDA_VISIBLE_DEVICES that name them, position by position. */
-static int step_gpus (spank_t sp, int *index, char (*tokens)[64])
+static int step_gpus (struct node_binding *b, spank_t sp, int *index, char (*tokens)[64])
 {
     char visible[GPU_LIST_MAX], global[GPU_LIST_MAX], err[DIST_ERR_MAX];
     bool have_visible, have_global;
@@ -81,7 +87,7 @@ static int step_gpus (spank_t sp, int *index, char (*tokens)[64])
     n = dist_step_gpus (have_visible ? visible : NULL, have_global ? global : NULL, index, tokens,
                         err, sizeof (err));
     if (n < 0)
-        warn ("%.200s: GPUs left as Slurm set them", err);
+        warn (b, "%.200s: GPUs left as Slurm set them", err);
     return n;
 }
 
@@ -90,7 +96,7 @@ int dist_train_step_gpu_count (spank_t sp)
     char tokens[DIST_GPUS_MAX][64];
     int index[DIST_GPUS_MAX], n;
 
-    n = step_gpus (sp, index, tokens);
+    n = step_gpus (NULL, sp, index, tokens);
     return n > 0 ? n : 0;
 }
 
@@ -122,7 +128,7 @@ static int own_affinity (const struct dist_topo *t, hwloc_bitmap_t here)
  * describes the node with more CPUs than it has: Slurm's numbers say
  * nothing about this machine then, and the step is planned on what
  * slurmstepd may use, with a warning that names them. */
-static int step_cpus (spank_t sp, const struct dist_topo *t, hwloc_bitmap_t allowed,
+static int step_cpus (struct node_binding *b, spank_t sp, const struct dist_topo *t, hwloc_bitmap_t allowed,
                       hwloc_bitmap_t here)
 {
     char *cores = NULL, err[DIST_ERR_MAX], gone[128], mine[128];
@@ -133,12 +139,12 @@ static int step_cpus (spank_t sp, const struct dist_topo *t, hwloc_bitmap_t allo
     if (missing == NULL || both == NULL)
         goto out;
     if (spank_get_item (sp, S_JOB_ALLOC_CORES, &cores) != ESPANK_SUCCESS || cores == NULL) {
-        warn ("%s", "Slurm did not give the job's cores: CPUs not bound");
+        warn (b, "%s", "Slurm did not give the job's cores: CPUs not bound");
         goto out;
     }
     nmissing = dist_topo_cores_cpuset (t, cores, allowed, missing, err, sizeof (err));
     if (nmissing < 0) {
-        warn ("%s", err);
+        warn (b, "%s", err);
         goto out;
     }
     have_here = own_affinity (t, here) == 0;
@@ -149,14 +155,14 @@ static int step_cpus (spank_t sp, const struct dist_topo *t, hwloc_bitmap_t allo
         if (have_here && !hwloc_bitmap_iszero (both))
             hwloc_bitmap_copy (allowed, both);
         if (hwloc_bitmap_iszero (allowed)) {
-            warn ("Slurm gave the job cores %.64s, but the topology has %d: CPUs not bound "
+            warn (b, "Slurm gave the job cores %.64s, but the topology has %d: CPUs not bound "
                   "(slurm.conf may describe this node with more CPUs than it has: compare "
                   "with slurmd -C)",
                   cores, dist_topo_core_count (t));
             goto out;
         }
         hwloc_bitmap_list_snprintf (mine, sizeof (mine), allowed);
-        warn ("Slurm gave the job cores %.64s, but this machine has no core%s %.64s (it has "
+        warn (b, "Slurm gave the job cores %.64s, but this machine has no core%s %.64s (it has "
               "%d; slurm.conf describes the node with more CPUs than it has: compare with "
               "slurmd -C): ranks planned on CPUs %.64s, %s",
               cores, nmissing > 1 ? "s" : "", gone, dist_topo_core_count (t), mine,
@@ -171,7 +177,7 @@ static int step_cpus (spank_t sp, const struct dist_topo *t, hwloc_bitmap_t allo
             hwloc_bitmap_copy (allowed, both);
     }
     if (hwloc_bitmap_iszero (allowed)) {
-        warn ("the job's cores (%.64s) are not in the topology: CPUs not bound", cores);
+        warn (b, "the job's cores (%.64s) are not in the topology: CPUs not bound", cores);
         goto out;
     }
     rc = 0;
@@ -193,7 +199,8 @@ static char *join_tokens (const int *pos, int n, char (*tokens)[64])
     return strdup (buf);
 }
 
-static int fill_task (const struct dist_topo *t, const struct dist_bind_plan *plan,
+static int fill_task (const struct dist_config *cfg, const struct dist_topo *t,
+                      const struct dist_bind_plan *plan,
                       const int *index, char (*tokens)[64], hwloc_const_bitmap_t here, int r,
                       struct task_binding *tb)
 {
@@ -203,7 +210,7 @@ static int fill_task (const struct dist_topo *t, const struct dist_bind_plan *pl
     size_t off = 0;
 
     if (plan->ngpus > 0) {
-        n = dist_bind_visible (plan, r, dist_train.cfg.visible_own, pos);
+        n = dist_bind_visible (plan, r, cfg->visible_own, pos);
         tb->visible = join_tokens (pos, n, tokens);
         for (tb->device = 0; tb->device < n - 1; tb->device++)
             if (pos[tb->device] == plan->order[rk->gpu_first])
@@ -253,82 +260,105 @@ static bool user_bound_gpus (spank_t sp)
            || spank_getenv (sp, "SLURM_GPUS_PER_TASK", v, sizeof (v)) == ESPANK_SUCCESS;
 }
 
-void dist_train_bind_plan (spank_t sp)
+/* Each task's share of the plan, once the plan is made. */
+static void fill_tasks (struct node_binding *b, const struct dist_topo *t,
+                        const struct dist_bind_plan *plan, const int *index,
+                        char (*tokens)[64], hwloc_const_bitmap_t here, uint32_t ntasks)
 {
-    struct dist_topo t;
-    struct dist_bind_plan plan;
-    char tokens[DIST_GPUS_MAX][64], err[DIST_ERR_MAX];
-    int index[DIST_GPUS_MAX], ngpus, r;
-    uint32_t ntasks;
-    hwloc_bitmap_t allowed = NULL, here = NULL;
-    double t0, t1;
+    int r;
 
-    memset (&node, 0, sizeof (node));
-    node.cpus_asked = user_bound_cpus (sp);
-    if (dist_config_bind (&dist_train.cfg) == DIST_BIND_NONE)
+    if ((b->task = calloc (ntasks, sizeof (*b->task))) == NULL)
         return;
-    if (spank_get_item (sp, S_JOB_LOCAL_TASK_COUNT, &ntasks) != ESPANK_SUCCESS || ntasks == 0)
-        return;
-    ngpus = step_gpus (sp, index, tokens);
-    if (ngpus < 0)
-        ngpus = 0;
-    t0 = now_us ();
-    /* I/O devices only for GPUs or NICs to place */
-    node.source =
-        dist_train_topology_load (&t, ngpus > 0 || dist_train.cfg.nic_auto, err, sizeof (err));
-    if (node.source == TOPO_NONE) {
-        warn ("%.200s: not bound", err);
-        return;
-    }
-    t1 = now_us ();
-    allowed = hwloc_bitmap_alloc ();
-    here = hwloc_bitmap_alloc ();
-    if (allowed == NULL || here == NULL || step_cpus (sp, &t, allowed, here) < 0)
+    b->ntasks = (int) ntasks;
+    for (r = 0; r < (int) ntasks; r++)
+        if (fill_task (b->cfg, t, plan, index, tokens, here, r, &b->task[r]) < 0) {
+            warn (b, "%s", "out of memory: not bound");
+            b->task_failed = true;
+            break;
+        }
+}
+
+static void plan_on (struct node_binding *b, spank_t sp, const struct dist_topo *t,
+                     uint32_t ntasks, const int *index, char (*tokens)[64], int ngpus)
+{
+    struct dist_bind_plan plan;
+    char err[DIST_ERR_MAX];
+    hwloc_bitmap_t allowed = hwloc_bitmap_alloc (), here = hwloc_bitmap_alloc ();
+    double t0 = now_us ();
+
+    if (allowed == NULL || here == NULL || step_cpus (b, sp, t, allowed, here) < 0)
         goto out;
-    if (dist_bind_plan (&t, allowed, index, ngpus, (int) ntasks, &plan, err, sizeof (err)) < 0) {
-        warn ("%.200s: not bound", err);
+    if (dist_bind_plan (t, allowed, index, ngpus, (int) ntasks, &plan, err, sizeof (err)) < 0) {
+        warn (b, "%.200s: not bound", err);
         goto out;
     }
-    node.load_us = t1 - t0;
-    node.plan_us = now_us () - t1;
-    node.task = calloc (ntasks, sizeof (*node.task));
-    if (node.task != NULL) {
-        node.ntasks = (int) ntasks;
-        for (r = 0; r < (int) ntasks; r++)
-            if (fill_task (&t, &plan, index, tokens, here, r, &node.task[r]) < 0) {
-                warn ("%s", "out of memory: not bound");
-                node.ntasks = 0;
-                break;
-            }
-    }
+    b->plan_us = now_us () - t0;
+    fill_tasks (b, t, &plan, index, tokens, here, ntasks);
     /* not a problem (the user oversubscribed on purpose), said in verbose */
-    node.cpus_shared = plan.cpus_shared;
-    node.step_cpus = hwloc_bitmap_weight (allowed);
+    b->cpus_shared = plan.cpus_shared;
+    b->step_cpus = hwloc_bitmap_weight (allowed);
     dist_bind_plan_free (&plan);
 out:
     hwloc_bitmap_free (allowed);
     hwloc_bitmap_free (here);
-    /* a live load is saved by local rank 0's task, as root */
-    if (node.source == TOPO_LIVE || node.source == TOPO_LIVE_IO)
-        node.live = t;
-    else
-        dist_topo_destroy (&t);
 }
 
-void dist_train_bind_save_topology (spank_t sp)
+struct node_binding *dist_train_bind_plan (spank_t sp, const struct dist_config *cfg,
+                                     struct node_topology *nt, const char *node_name)
 {
-    int local_rank;
+    struct node_binding *b = calloc (1, sizeof (*b));
+    const struct dist_topo *t;
+    char tokens[DIST_GPUS_MAX][64], err[DIST_ERR_MAX];
+    int index[DIST_GPUS_MAX], ngpus;
+    uint32_t ntasks;
+    double t0;
 
-    if (spank_get_item (sp, S_TASK_ID, &local_rank) != ESPANK_SUCCESS || local_rank != 0)
+    if (b == NULL)
+        return NULL;
+    b->cfg = cfg;
+    b->topology = nt;
+    b->node_name = node_name;
+    b->cpus_asked = user_bound_cpus (sp);
+    if (dist_config_bind (cfg) == DIST_BIND_NONE || nt == NULL
+        || spank_get_item (sp, S_JOB_LOCAL_TASK_COUNT, &ntasks) != ESPANK_SUCCESS || ntasks == 0)
+        return b;
+    ngpus = step_gpus (b, sp, index, tokens);
+    if (ngpus < 0)
+        ngpus = 0;
+    t0 = now_us ();
+    /* I/O devices only for GPUs or NICs to place */
+    if ((t = dist_topology_load (nt, ngpus > 0 || cfg->nic_auto, err, sizeof (err))) == NULL) {
+        warn (b, "%.200s: not bound", err);
+        return b;
+    }
+    b->load_us = now_us () - t0;
+    plan_on (b, sp, t, ntasks, index, tokens, ngpus);
+    dist_topology_planned (nt);
+    return b;
+}
+
+void dist_train_bind_free (struct node_binding *b)
+{
+    if (b == NULL)
         return;
-    dist_train_topology_save_site ();
-    if (node.live.topo != NULL)
-        dist_train_topology_save (&node.live, node.source == TOPO_LIVE_IO);
+    /* (fill_task may have stopped half way: every slot allocated is freed) */
+    for (int r = 0; b->task != NULL && r < b->ntasks; r++) {
+        struct task_binding *tb = &b->task[r];
+        free (tb->visible);
+        free (tb->gpus);
+        free (tb->cpus);
+        free (tb->mems);
+        if (tb->mask != NULL)
+            CPU_FREE (tb->mask);
+    }
+    free (b->task);
+    free (b);
 }
 
-static void report (spank_t sp, bool cpus_theirs, bool gpus_theirs)
+static void report (const struct node_binding *b, spank_t sp, bool cpus_theirs,
+                    bool gpus_theirs)
 {
-    const char *host = dist_train.node_name;
+    const char *host = b->node_name;
     int r;
 
     if (gpus_theirs)
@@ -338,20 +368,15 @@ static void report (spank_t sp, bool cpus_theirs, bool gpus_theirs)
         slurm_spank_log ("%s: %s: --cpu-bind given: CPUs left as Slurm bound them", PLUGIN_NAME,
                          host);
     slurm_spank_log ("%s: %s: binding planned in %.0f us (topology loaded in %.0f us, %s)",
-                     PLUGIN_NAME, host, node.plan_us, node.load_us,
-                     node.source == TOPO_SITE_FILE ? "from the site's file"
-                     : node.source == TOPO_SITE_COPY
-                         ? "from this node's checked copy of the site's file"
-                     : node.source == TOPO_CACHE   ? "from this node's cache"
-                     : node.source == TOPO_LIVE_IO ? "live, with I/O devices"
-                                                   : "live, without I/O devices");
-    if (node.cpus_shared)
+                     PLUGIN_NAME, host, b->plan_us, b->load_us,
+                     dist_topology_said (b->topology));
+    if (b->cpus_shared)
         slurm_spank_log ("%s: %s: more ranks than CPUs (%d ranks, %d CPUs): one CPU each, "
                          "shared evenly",
-                         PLUGIN_NAME, host, node.ntasks, node.step_cpus);
+                         PLUGIN_NAME, host, b->ntasks, b->step_cpus);
     slurm_spank_log ("%s: %s:   LOCAL_RANK  RANK  GPUS  CPUS  MEMS  NIC", PLUGIN_NAME, host);
-    for (r = 0; r < node.ntasks && r < 64; r++) {
-        const struct task_binding *tb = &node.task[r];
+    for (r = 0; r < b->ntasks && r < 64; r++) {
+        const struct task_binding *tb = &b->task[r];
         uint32_t rank = 0;
         (void) spank_get_item (sp, S_JOB_LOCAL_TO_GLOBAL_ID, (uint32_t) r, &rank);
         slurm_spank_log ("%s: %s:   %-11d %-5lu %s  %s  %s  %s%s", PLUGIN_NAME, host, r,
@@ -361,21 +386,22 @@ static void report (spank_t sp, bool cpus_theirs, bool gpus_theirs)
     }
 }
 
-void dist_train_bind_task (spank_t sp, int local_rank, uint32_t *omp_threads)
+void dist_train_bind_task (const struct node_binding *b, spank_t sp, int local_rank,
+                     const struct container_note *c, uint32_t *omp_threads)
 {
-    enum dist_bind mode = dist_config_bind (&dist_train.cfg);
-    bool cpus_theirs = node.cpus_asked, gpus_theirs = user_bound_gpus (sp);
-    struct task_binding *tb;
+    enum dist_bind mode = dist_config_bind (b->cfg);
+    bool cpus_theirs = b->cpus_asked, gpus_theirs = user_bound_gpus (sp);
+    const struct task_binding *tb;
     char device[16];
     double t0;
 
-    if (local_rank == 0 && node.warning[0] != '\0')
-        slurm_spank_log ("%s: warning: %s: %s", PLUGIN_NAME, dist_train.node_name, node.warning);
-    if (local_rank < 0 || local_rank >= node.ntasks)
+    if (local_rank == 0 && b->warning[0] != '\0')
+        slurm_spank_log ("%s: warning: %s: %s", PLUGIN_NAME, b->node_name, b->warning);
+    if (local_rank < 0 || local_rank >= b->ntasks || b->task_failed)
         return;
-    if (dist_train.cfg.verbose && local_rank == 0)
-        report (sp, cpus_theirs, gpus_theirs);
-    tb = &node.task[local_rank];
+    if (b->cfg->verbose && local_rank == 0)
+        report (b, sp, cpus_theirs, gpus_theirs);
+    tb = &b->task[local_rank];
     t0 = now_us ();
 
     if (tb->visible != NULL && !gpus_theirs && mode != DIST_BIND_CPU) {
@@ -396,15 +422,15 @@ void dist_train_bind_task (spank_t sp, int local_rank, uint32_t *omp_threads)
     }
     if (tb->nic[0] != '\0') {
         spank_setenv (sp, "DIST_TRAIN_NIC", tb->nic, 1);
-        if (dist_train.cfg.nic_auto) {
+        if (b->cfg->nic_auto) {
             char value[DIST_NICNAME_MAX + 2];
             snprintf (value, sizeof (value), "=%s", tb->nic);
-            (void) dist_train_set_default (sp, "NCCL_IB_HCA", value);
+            (void) dist_container_set_default (c, sp, "NCCL_IB_HCA", value);
             snprintf (value, sizeof (value), "%s:1", tb->nic);
-            (void) dist_train_set_default (sp, "UCX_NET_DEVICES", value);
+            (void) dist_container_set_default (c, sp, "UCX_NET_DEVICES", value);
         }
     }
-    if (dist_train.cfg.verbose && local_rank == 0)
+    if (b->cfg->verbose && local_rank == 0)
         slurm_spank_log ("%s: %s: local rank 0's binding applied in %.0f us", PLUGIN_NAME,
-                         dist_train.node_name, now_us () - t0);
+                         b->node_name, now_us () - t0);
 }

@@ -23,6 +23,13 @@
 
 #include "dist_train.h"
 
+/* What user_init saw, for the tasks. */
+struct container_note {
+    char **srun_env;      /* the step's environment in user_init (srun's) */
+    ino_t stepd_mount_ns; /* slurmstepd's mount namespace, 0 unknown */
+    bool asked;           /* pyxis's --container-image/-name given */
+};
+
 /* The inode of this process's mount namespace, 0 when unknown. */
 static ino_t mount_ns (void)
 {
@@ -30,17 +37,19 @@ static ino_t mount_ns (void)
     return stat ("/proc/self/ns/mnt", &sb) == 0 ? sb.st_ino : 0;
 }
 
-static void free_srun_env (void)
+void dist_container_free (struct container_note *c)
 {
-    for (char **e = dist_train.srun_env; e != NULL && *e != NULL; e++)
+    if (c == NULL)
+        return;
+    for (char **e = c->srun_env; e != NULL && *e != NULL; e++)
         free (*e);
-    free (dist_train.srun_env);
-    dist_train.srun_env = NULL;
+    free (c->srun_env);
+    free (c);
 }
 
 /* A copy of the step's environment as it is now: srun's, with Slurm's own
  * variables; -1 when out of memory. */
-static int copy_srun_env (spank_t sp)
+static int copy_srun_env (spank_t sp, struct container_note *c)
 {
     char **env = NULL;
     size_t n = 0, i;
@@ -49,22 +58,20 @@ static int copy_srun_env (spank_t sp)
         return 0;
     while (env[n] != NULL)
         n++;
-    if ((dist_train.srun_env = calloc (n + 1, sizeof (char *))) == NULL)
+    if ((c->srun_env = calloc (n + 1, sizeof (char *))) == NULL)
         return -1;
     for (i = 0; i < n; i++)
-        if ((dist_train.srun_env[i] = strdup (env[i])) == NULL) {
-            free_srun_env ();
+        if ((c->srun_env[i] = strdup (env[i])) == NULL)
             return -1;
-        }
     return 0;
 }
 
 /* NAME's value in srun's environment, or NULL. */
-static const char *srun_value (const char *name)
+static const char *srun_value (const struct container_note *c, const char *name)
 {
     size_t len = strlen (name);
 
-    for (char **e = dist_train.srun_env; e != NULL && *e != NULL; e++)
+    for (char **e = c->srun_env; e != NULL && *e != NULL; e++)
         if (strncmp (*e, name, len) == 0 && (*e)[len] == '=')
             return *e + len + 1;
     return NULL;
@@ -79,34 +86,33 @@ static bool option_given (spank_t sp, const char *name)
     return spank_option_getopt (sp, &opt, &arg) == ESPANK_SUCCESS;
 }
 
-int dist_train_container_note (spank_t sp)
+struct container_note *dist_container_note (spank_t sp)
 {
-    if (copy_srun_env (sp) < 0)
-        return -1;
-    dist_train.stepd_mount_ns = mount_ns ();
+    struct container_note *c = calloc (1, sizeof (*c));
+
+    if (c == NULL || copy_srun_env (sp, c) < 0) {
+        dist_container_free (c);
+        return NULL;
+    }
+    c->stepd_mount_ns = mount_ns ();
     /* pyxis's options (spank_option_getopt finds another plugin's by name) */
-    dist_train.container_asked =
-        option_given (sp, "container-image") || option_given (sp, "container-name");
-    return 0;
+    c->asked = option_given (sp, "container-image") || option_given (sp, "container-name");
+    return c;
 }
 
-void dist_train_container_release (void)
+int dist_container_set_default (const struct container_note *c, spank_t sp, const char *name,
+                                const char *value)
 {
-    free_srun_env ();
-}
-
-int dist_train_set_default (spank_t sp, const char *name, const char *value)
-{
-    const char *users = srun_value (name);
+    const char *users = srun_value (c, name);
 
     return spank_setenv (sp, name, users != NULL ? users : value, 1) == ESPANK_SUCCESS ? 0 : -1;
 }
 
-enum dist_container dist_train_container_state (void)
+enum dist_container dist_container_state (const struct container_note *c)
 {
     ino_t now = mount_ns ();
 
-    if (now != 0 && dist_train.stepd_mount_ns != 0 && now != dist_train.stepd_mount_ns)
+    if (now != 0 && c->stepd_mount_ns != 0 && now != c->stepd_mount_ns)
         return DIST_IN_CONTAINER;
-    return dist_train.container_asked ? DIST_CONTAINER_LATER : DIST_NO_CONTAINER;
+    return c->asked ? DIST_CONTAINER_LATER : DIST_NO_CONTAINER;
 }

@@ -1,8 +1,8 @@
-/* dist_train.h - state shared by the plugin's files, one process at a time.
+/* dist_train.h - what the plugin's files offer each other, by context.
  *
  * Each Slurm process (srun, sbatch/salloc, slurmstepd) loads its own copy of
- * the plugin, so this state belongs to that one process: in slurmstepd it is
- * filled once per node in user_init and read by every forked task.
+ * the plugin.  No file reads another's state: each context's state is private
+ * to the file that owns it and passed by pointer.
  */
 #ifndef DIST_TRAIN_H
 #define DIST_TRAIN_H
@@ -18,26 +18,19 @@
 
 #define PLUGIN_NAME "dist-train"
 
-struct dist_train {
-    struct dist_config cfg;
-    bool option_given;          /* --dist-train seen (srun, or via sbatch) */
-    bool active;                /* remote: this step gets the environment */
-    char error[DIST_ERR_MAX];   /* remote: reported by task_init, "" = none */
-    char node_name[64];         /* remote: this node's name in the step, for messages */
-    struct dist_step step;      /* remote: the node's facts */
-    char *tf_config;            /* remote, tf profile: TF_CONFIG up to the index */
-    struct dist_handover srun;  /* remote: what srun worked out for this step */
-    bool have_srun;             /* remote: srun handed it over (local.c) */
-    char **srun_env;            /* remote: the step's environment in user_init (srun's) */
-    ino_t stepd_mount_ns;       /* remote: slurmstepd's mount namespace, 0 unknown */
-    bool container_asked;       /* remote: pyxis's --container-image/-name given */
-};
+/* Each Slurm process owns its state in the file of its context, and hands the
+ * others what they need by pointer: the settings (option.c), srun's (local.c),
+ * a slurmstepd node's (remote.c), and a task's (task_init, on its stack). */
 
-extern struct dist_train dist_train;
-
-/* Remember an error found in slurmstepd, to fail the tasks with it later
- * (failing user_init could drain the node). */
-void dist_train_defer_error (const char *msg);
+/* option.c: the admin's plugstack arguments and the user's SPEC, read in
+ * slurm_spank_init and init_post_opt by every context. */
+/* Parse plugstack.conf's arguments and register --dist-train; -1 stops srun. */
+int dist_train_options_init (spank_t sp, int ac, char **av);
+int dist_train_apply_env_default (spank_t sp);
+const struct dist_config *dist_train_config (void);
+/* slurmstepd: what was wrong in the settings, for task_init to fail the
+ * tasks with (failing init could drain the node); "" when nothing. */
+const char *dist_train_config_error (void);
 
 /* Under the arbitrary distribution only srun can tell which node runs each
  * rank (local.c), and this step's did not. */
@@ -57,9 +50,8 @@ char *dist_train_getenv_any (spank_t sp, const char *name);
 /* The step's nodes (SLURM_STEP_NODELIST), or NULL. */
 dt_hostlist_t dist_train_step_hostlist (spank_t sp);
 
-/* option.c */
-int dist_train_register_option (spank_t sp);
-int dist_train_apply_env_default (spank_t sp);
+/* A count from the step's environment; false when unset or not a number. */
+bool dist_train_env_count (spank_t sp, const char *name, uint32_t *count);
 
 /* layout.c: the node of every rank, for block, cyclic and plane */
 struct step_layout {
@@ -73,60 +65,97 @@ int dist_train_layout_load (spank_t sp, const struct dist_step *st,
 
 void dist_train_layout_free (struct step_layout *layout);
 
-/* local.c (srun): rank 0's node, its NodeAddr, fail fast, handed over */
-/* srun, after its options and before it creates the step: what refuses the
- * step outright (-1). */
-int dist_train_local_check (void);
-int dist_train_local_user_init (spank_t sp);
+/* local.c (srun): refuse what must not start (-1) before the step is made,
+ * then hand the nodes what only srun knows. */
+int dist_train_local_check (const struct dist_config *cfg);
+int dist_train_local_user_init (spank_t sp, const struct dist_config *cfg);
 
-/* remote.c (slurmstepd) */
-int dist_train_remote_user_init (spank_t sp);
+/* remote.c (slurmstepd): the node's plan once, then each task's share */
+int dist_train_remote_user_init (spank_t sp, const struct dist_config *cfg);
+void dist_train_remote_task_init_privileged (spank_t sp);
 int dist_train_remote_task_init (spank_t sp);
+int dist_train_remote_task_exit (spank_t sp);
+void dist_train_remote_exit (void);
 
-/* bind.c: GPU/CPU/NIC binding, planned once per node, applied per task
- * (never fails the step; problems are reported by local rank 0) */
-void dist_train_bind_plan (spank_t sp);
-void dist_train_bind_task (spank_t sp, int local_rank, uint32_t *omp_threads);
-/* The step's GPUs on this node (0 when none, or Slurm's lists make no sense). */
-int dist_train_step_gpu_count (spank_t sp);
+/* master.c: rank 0's address, MASTER_PORT and the interface towards rank 0.
+ * srun is what srun handed over, NULL when nothing; node_name gets this
+ * node's name (for messages). -1 with a message in err. */
+int dist_master_choose (spank_t sp, const struct dist_config *cfg,
+                        const struct dist_handover *srun, struct dist_step *step,
+                        char *node_name, size_t node_name_size, char *err, size_t errsz);
 
-/* topocache.c: where the node's topology comes from, and its per-boot cache */
+/* report.c: verbose, what the step got, said once by rank 0 */
+void dist_report_step (spank_t sp, const struct dist_config *cfg, const struct dist_step *st);
+
+/* container.c: the plugin's values in a container (pyxis) */
+struct container_note;
+/* user_init: srun's environment, where the user's own values are, and
+ * whether a container plugin will start the tasks in a container; NULL when
+ * out of memory. */
+struct container_note *dist_container_note (spank_t sp);
+void dist_container_free (struct container_note *c);
+/* task_init: set a variable the user may choose, to the user's value when
+ * srun's environment had one, else to value; either replaces what another
+ * plugin put there since. */
+int dist_container_set_default (const struct container_note *c, spank_t sp, const char *name,
+                                const char *value);
+enum dist_container {
+    DIST_NO_CONTAINER,     /* no container asked for */
+    DIST_IN_CONTAINER,     /* task_init runs in the container's mount namespace */
+    DIST_CONTAINER_LATER,  /* asked for, and entered after this plugin's task_init */
+};
+enum dist_container dist_container_state (const struct container_note *c);
+
+/* topocache.c: a node's topology, from the first of its sources that has
+ * one (the site's file, HWLOC_XMLFILE, the per-boot cache, the live
+ * machine), kept for the cache until the node's state ends. */
 struct dist_topo;
+struct node_topology;
 enum topo_source {
-    TOPO_NONE = 0,   /* not loaded: the message is in err */
+    TOPO_NONE = 0,   /* not loaded */
     TOPO_SITE_FILE,  /* plugstack topology= (read in a child) or HWLOC_XMLFILE */
     TOPO_SITE_COPY,  /* our checked copy of plugstack topology= */
     TOPO_CACHE,      /* our cache of an earlier step's live load */
     TOPO_LIVE,       /* the machine, without I/O devices */
     TOPO_LIVE_IO,    /* the machine, with GPUs and NICs */
 };
-enum topo_source dist_train_topology_load (struct dist_topo *t, bool need_io, char *err,
-                                           size_t errsz);
-/* As root (task_init_privileged): save a live topology for later steps. */
-void dist_train_topology_save (struct dist_topo *t, bool io);
-/* As root: save the checked copy of plugstack topology= this step made, if any. */
-void dist_train_topology_save_site (void);
-void dist_train_bind_save_topology (spank_t sp);
+struct node_topology *dist_topology_new (const struct dist_config *cfg);
+/* The topology (owned by nt), or NULL with the reason in err. */
+const struct dist_topo *dist_topology_load (struct node_topology *nt, bool need_io, char *err,
+                                            size_t errsz);
+/* Where it came from, and in words for verbose ("from this node's cache" ...). */
+enum topo_source dist_topology_source (const struct node_topology *nt);
+const char *dist_topology_said (const struct node_topology *nt);
+/* Planning is over: what need not be saved is let go. */
+void dist_topology_planned (struct node_topology *nt);
+/* As root (task_init_privileged): save what later steps can read. */
+void dist_topology_save (struct node_topology *nt);
+void dist_topology_free (struct node_topology *nt);
 
-/* container.c: the plugin's values in a container (pyxis) */
-/* user_init: srun's environment, where the user's own values are, and
- * whether a container plugin will start the tasks in a container; -1 when
- * out of memory. */
-int dist_train_container_note (spank_t sp);
-void dist_train_container_release (void);
-/* task_init: set a variable the user may choose, to the user's value when
- * srun's environment had one, else to value; either replaces what another
- * plugin put there since. */
-int dist_train_set_default (spank_t sp, const char *name, const char *value);
-enum dist_container {
-    DIST_NO_CONTAINER,     /* no container asked for */
-    DIST_IN_CONTAINER,     /* task_init runs in the container's mount namespace */
-    DIST_CONTAINER_LATER,  /* asked for, and entered after this plugin's task_init */
-};
-enum dist_container dist_train_container_state (void);
+/* bind.c: GPU/CPU/NIC binding, planned once per node, applied per task
+ * (never fails the step; problems are reported by local rank 0) */
+struct node_binding;
+struct node_binding *dist_train_bind_plan (spank_t sp, const struct dist_config *cfg,
+                                     struct node_topology *nt, const char *node_name);
+void dist_train_bind_task (const struct node_binding *b, spank_t sp, int local_rank,
+                     const struct container_note *c, uint32_t *omp_threads);
+void dist_train_bind_free (struct node_binding *b);
+/* The step's GPUs on this node (0 when none, or Slurm's lists make no sense). */
+int dist_train_step_gpu_count (spank_t sp);
 
 /* failfast.c: one failed task stops the step on every node */
-int dist_train_remote_task_exit (spank_t sp);
+struct failfast {
+    bool armed;               /* srun armed kill-on-bad-exit for this step */
+    bool reported;            /* this node already named a failed rank */
+    uint32_t job_id, step_id;
+    char node_name[64];
+};
+int dist_failfast_task_exit (spank_t sp, struct failfast *ff);
+
+/* forward.c: lines for the step's stderr, which slurmstepd forwards to srun */
+/* Write msg (one line) to slurmstepd's stderr at once or not at all: whether
+ * it went out. */
+bool dist_train_stderr_line (const char *msg, size_t len);
 /* Wait (at most 0.6 s) until slurmstepd has read what was written to fd, a pipe it
  * forwards to srun, and a moment for srun to print it: srun drops output still on its way
  * once it has had a failed step killed. */

@@ -85,11 +85,11 @@ static void node_addr (const char *node, char *addr, size_t addrsz)
     slurm_free_node_info_msg (msg);
 }
 
-int dist_train_local_check (void)
+int dist_train_local_check (const struct dist_config *cfg)
 {
-    if (dist_train.cfg.profile == DIST_PROFILE_OFF)
+    if (cfg->profile == DIST_PROFILE_OFF)
         return 0;
-    if (dist_config_preflight (&dist_train.cfg) && !dist_compat_has_prepend_task_argv ()) {
+    if (dist_config_preflight (cfg) && !dist_compat_has_prepend_task_argv ()) {
         slurm_error ("%s: --dist-train=preflight (or the site's preflight=on) needs Slurm 23.11 "
                      "or later, which can run dist-train-doctor before the program; this is "
                      "Slurm %d.%02d: run the check yourself with `srun --dist-train ... "
@@ -103,11 +103,11 @@ int dist_train_local_check (void)
 
 /* The launcher profile wants one task per node, as the step's layout (which
  * srun holds by now) says: refused here, before any task starts. */
-static int launcher_tasks_refused (spank_t sp)
+static int launcher_tasks_refused (spank_t sp, const struct dist_config *cfg)
 {
     uint32_t nodes, tasks;
 
-    if (dist_train.cfg.profile != DIST_PROFILE_LAUNCHER
+    if (cfg->profile != DIST_PROFILE_LAUNCHER
         || spank_get_item (sp, S_JOB_NNODES, &nodes) != ESPANK_SUCCESS
         || spank_get_item (sp, S_JOB_TOTAL_TASK_COUNT, &tasks) != ESPANK_SUCCESS
         || tasks == nodes)
@@ -120,25 +120,25 @@ static int launcher_tasks_refused (spank_t sp)
     return -1;
 }
 
-int dist_train_local_user_init (spank_t sp)
+int dist_train_local_user_init (spank_t sp, const struct dist_config *cfg)
 {
     struct dist_handover h;
     char text[DIST_HANDOVER_MAX];
     char *layout = NULL;
 
-    if (dist_train.cfg.profile == DIST_PROFILE_OFF)
+    if (cfg->profile == DIST_PROFILE_OFF)
         return 0;
     memset (&h, 0, sizeof (h));
     if (spank_get_item (sp, S_JOB_ID, &h.job_id) != ESPANK_SUCCESS
         || spank_get_item (sp, S_JOB_STEPID, &h.step_id) != ESPANK_SUCCESS
         || !dist_train_is_training_step (h.step_id))
         return 0;
-    if (launcher_tasks_refused (sp) < 0)
+    if (launcher_tasks_refused (sp, cfg) < 0)
         return -1;
     /* (without a key the tasks still start; dist-train-doctor says why it cannot run) */
     if (dist_random_hex (h.key, DIST_STEP_KEY_HEX / 2) < 0)
         slurm_verbose ("%s: cannot draw the step's key: %m", PLUGIN_NAME);
-    h.fail_fast = dist_config_fail_fast (&dist_train.cfg);
+    h.fail_fast = dist_config_fail_fast (cfg);
     if (h.fail_fast)
         dist_compat_srun_kill_on_bad_exit ();
     /* Rank 0's node, and under the arbitrary distribution every rank's: the

@@ -1,4 +1,5 @@
-/* option.c - --dist-train[=SPEC] and its environment default DIST_TRAIN. */
+/* option.c - the settings of every context: plugstack.conf's arguments, and
+ * --dist-train[=SPEC] or its environment default DIST_TRAIN. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,7 +10,37 @@
 
 #define ENV_DEFAULT "DIST_TRAIN"
 
-/* Parse SPEC into the plugin's state.  In srun/sbatch an error stops the
+/* This process's settings: filled in init and init_post_opt (the option's
+ * callback has no argument to carry them), read-only after. */
+static struct {
+    struct dist_config cfg;
+    bool given;                 /* --dist-train seen (srun, or via sbatch) */
+    char error[DIST_ERR_MAX];   /* slurmstepd: the first bad setting, "" none */
+} settings;
+
+const struct dist_config *dist_train_config (void)
+{
+    return &settings.cfg;
+}
+
+const char *dist_train_config_error (void)
+{
+    return settings.error;
+}
+
+/* slurmstepd keeps the node healthy and fails the step in task_init instead. */
+static void defer_error (const char *msg)
+{
+    size_t len = strnlen (msg, sizeof (settings.error) - 1);
+
+    if (settings.error[0] != '\0')
+        return;
+    memcpy (settings.error, msg, len);
+    settings.error[len] = '\0';
+    dist_printable (settings.error);
+}
+
+/* Parse SPEC into the settings.  In srun/sbatch an error stops the
  * command; in slurmstepd it is kept for task_init. */
 static int apply_spec (const char *spec, const char *origin)
 {
@@ -17,17 +48,17 @@ static int apply_spec (const char *spec, const char *origin)
     char msg[DIST_ERR_MAX + 64];
     bool remote = spank_context () == S_CTX_REMOTE;
 
-    if (dist_config_parse_spec (&dist_train.cfg, spec, err, sizeof (err)) < 0) {
+    if (dist_config_parse_spec (&settings.cfg, spec, err, sizeof (err)) < 0) {
         snprintf (msg, sizeof (msg), "%s (from %s)", err, origin);
         dist_printable (msg);
         if (remote) {
-            dist_train_defer_error (msg);
+            defer_error (msg);
             return 0;
         }
         slurm_error ("%s: %s", PLUGIN_NAME, msg);
         return -1;
     }
-    if (dist_train.cfg.help && !remote) {
+    if (settings.cfg.help && !remote) {
         slurm_spank_log ("%s", dist_spec_help);
         return -1;
     }
@@ -40,7 +71,7 @@ static int option_cb (int val, const char *spec, int remote)
      * text "(null)" (Slurm prints the NULL optarg into the environment). */
     if (spec != NULL && strcmp (spec, "(null)") == 0)
         spec = NULL;
-    dist_train.option_given = true;
+    settings.given = true;
     return apply_spec (spec, "--dist-train");
 }
 
@@ -57,8 +88,25 @@ static struct spank_option dist_train_option = {
     .cb = option_cb,
 };
 
-int dist_train_register_option (spank_t sp)
+int dist_train_options_init (spank_t sp, int ac, char **av)
 {
+    spank_context_t ctx = spank_context ();
+    char err[DIST_ERR_MAX];
+    int i;
+
+    memset (&settings, 0, sizeof (settings));
+    dist_config_init (&settings.cfg);
+    for (i = 0; i < ac; i++) {
+        if (dist_config_parse_arg (&settings.cfg, av[i], err, sizeof (err)) < 0) {
+            /* srun and sbatch stop here, so an admin's typo is seen at once */
+            dist_printable (err);
+            if (ctx != S_CTX_REMOTE) {
+                slurm_error ("%s: plugstack.conf: %s", PLUGIN_NAME, err);
+                return -1;
+            }
+            defer_error (err);
+        }
+    }
     if (spank_option_register (sp, &dist_train_option) != ESPANK_SUCCESS) {
         slurm_error ("%s: cannot register --dist-train", PLUGIN_NAME);
         return -1;
@@ -72,14 +120,14 @@ int dist_train_apply_env_default (spank_t sp)
 {
     char spec[1024];
 
-    if (dist_train.option_given)
+    if (settings.given)
         return 0;
     if (spank_context () == S_CTX_REMOTE) {
         spank_err_t rc = spank_getenv (sp, ENV_DEFAULT, spec, sizeof (spec));
         if (rc == ESPANK_ENV_NOEXIST)
             return 0;
         if (rc != ESPANK_SUCCESS) {
-            dist_train_defer_error (ENV_DEFAULT " is longer than 1023 characters");
+            defer_error (ENV_DEFAULT " is longer than 1023 characters");
             return 0;
         }
     } else {

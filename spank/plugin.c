@@ -10,16 +10,6 @@
 
 SPANK_PLUGIN (dist_train, 1);
 
-struct dist_train dist_train;
-
-void dist_train_defer_error (const char *msg)
-{
-    if (dist_train.error[0] == '\0') {
-        snprintf (dist_train.error, sizeof (dist_train.error), "%s", msg);
-        dist_printable (dist_train.error);
-    }
-}
-
 #define ENV_VALUE_MAX (4 << 20)
 
 char *dist_train_getenv_any (spank_t sp, const char *name)
@@ -56,65 +46,67 @@ bool dist_train_is_training_step (uint32_t step_id)
            && step_id != SLURM_INTERACTIVE_STEP && step_id != SLURM_PENDING_STEP;
 }
 
+/* A count from the step's environment; false when unset or not a number. */
+bool dist_train_env_count (spank_t sp, const char *name, uint32_t *count)
+{
+    char value[16], *end;
+    unsigned long n;
+
+    if (spank_getenv (sp, name, value, sizeof (value)) != ESPANK_SUCCESS
+        || value[0] < '0' || value[0] > '9')
+        return false;
+    n = strtoul (value, &end, 10);
+    if (*end != '\0' || n > 1000000)
+        return false;
+    *count = (uint32_t) n;
+    return true;
+}
+
+/* The contexts the plugin acts in: srun, sbatch/salloc and slurmstepd. */
+static bool acts_in (spank_context_t ctx)
+{
+    return ctx == S_CTX_LOCAL || ctx == S_CTX_REMOTE || ctx == S_CTX_ALLOCATOR;
+}
+
 int slurm_spank_init (spank_t sp, int ac, char **av)
 {
-    spank_context_t ctx = spank_context ();
-    char err[DIST_ERR_MAX];
-    int i;
-
-    memset (&dist_train, 0, sizeof (dist_train));
-    dist_config_init (&dist_train.cfg);
-    if (ctx != S_CTX_LOCAL && ctx != S_CTX_REMOTE && ctx != S_CTX_ALLOCATOR)
+    if (!acts_in (spank_context ()))
         return 0;
-
-    for (i = 0; i < ac; i++) {
-        if (dist_config_parse_arg (&dist_train.cfg, av[i], err, sizeof (err)) < 0) {
-            /* srun and sbatch stop here, so an admin's typo is seen at once;
-             * slurmstepd keeps the node healthy and fails the step instead. */
-            dist_printable (err);
-            if (ctx != S_CTX_REMOTE) {
-                slurm_error ("%s: plugstack.conf: %s", PLUGIN_NAME, err);
-                return -1;
-            }
-            dist_train_defer_error (err);
-        }
-    }
-    return dist_train_register_option (sp);
+    return dist_train_options_init (sp, ac, av);
 }
 
 int slurm_spank_init_post_opt (spank_t sp, int ac, char **av)
 {
     spank_context_t ctx = spank_context ();
 
-    if (ctx != S_CTX_LOCAL && ctx != S_CTX_REMOTE && ctx != S_CTX_ALLOCATOR)
+    if (!acts_in (ctx))
         return 0;
     if (dist_train_apply_env_default (sp) < 0)
         return -1;
     /* srun refuses here, before it creates the step: a step that srun made
      * and then abandoned holds its allocation's resources until the job
      * ends (Slurm 22.05), and every later srun in it waits. */
-    return ctx == S_CTX_LOCAL ? dist_train_local_check () : 0;
+    return ctx == S_CTX_LOCAL ? dist_train_local_check (dist_train_config ()) : 0;
 }
 
 int slurm_spank_local_user_init (spank_t sp, int ac, char **av)
 {
     if (spank_context () != S_CTX_LOCAL)
         return 0;
-    return dist_train_local_user_init (sp);
+    return dist_train_local_user_init (sp, dist_train_config ());
 }
 
 int slurm_spank_user_init (spank_t sp, int ac, char **av)
 {
     if (spank_context () != S_CTX_REMOTE)
         return 0;
-    return dist_train_remote_user_init (sp);
+    return dist_train_remote_user_init (sp, dist_train_config ());
 }
 
 int slurm_spank_task_init_privileged (spank_t sp, int ac, char **av)
 {
-    if (spank_context () != S_CTX_REMOTE)
-        return 0;
-    dist_train_bind_save_topology (sp);
+    if (spank_context () == S_CTX_REMOTE)
+        dist_train_remote_task_init_privileged (sp);
     return 0;
 }
 
@@ -130,4 +122,11 @@ int slurm_spank_task_exit (spank_t sp, int ac, char **av)
     if (spank_context () != S_CTX_REMOTE)
         return 0;
     return dist_train_remote_task_exit (sp);
+}
+
+int slurm_spank_exit (spank_t sp, int ac, char **av)
+{
+    if (spank_context () == S_CTX_REMOTE)
+        dist_train_remote_exit ();
+    return 0;
 }

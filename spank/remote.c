@@ -1,5 +1,6 @@
-/* remote.c - slurmstepd: compute the node's facts once (user_init), then give
- * each task its variables (task_init, just before exec). */
+/* remote.c - slurmstepd: the node's plan once (user_init), then each task's
+ * share of it (task_init, just before exec), and the end of each task. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,115 +11,48 @@
 
 #include "compat.h"
 #include "dist_train.h"
-#include "libdist/layout.h"
-#include "libdist/port.h"
 #include "libdist/tfconfig.h"
 
+/* A slurmstepd node's state: made in user_init, read by every forked task,
+ * freed in slurm_spank_exit. */
+struct stepd_node {
+    const struct dist_config *cfg;
+    char error[DIST_ERR_MAX];       /* reported by task_init, "" = none */
+    char node_name[64];             /* this node's name in the step, for messages */
+    struct dist_step step;          /* the node's facts */
+    char *tf_config;                /* tf profile: TF_CONFIG up to the index */
+    struct dist_handover srun;      /* what srun worked out for this step */
+    bool have_srun;                 /* srun handed it over (local.c) */
+    struct container_note *container;
+    struct node_topology *topology;
+    struct node_binding *binding;
+    struct failfast failfast;
+};
+
+static struct stepd_node *node;
+
+/* Remember an error found in slurmstepd, to fail the tasks with it later
+ * (failing user_init could drain the node). */
+static void defer_error (struct stepd_node *n, const char *msg)
+{
+    if (n->error[0] == '\0') {
+        snprintf (n->error, sizeof (n->error), "%s", msg);
+        dist_printable (n->error);
+    }
+}
+
 /* Read a uint32_t item, with a message naming it when Slurm has none. */
-static int get_u32 (spank_t sp, spank_item_t item, const char *what,
+static int get_u32 (struct stepd_node *n, spank_t sp, spank_item_t item, const char *what,
                     uint32_t *value)
 {
     char msg[DIST_ERR_MAX];
 
     if (spank_get_item (sp, item, value) != ESPANK_SUCCESS) {
         snprintf (msg, sizeof (msg), "cannot read the step's %s from Slurm", what);
-        dist_train_defer_error (msg);
+        defer_error (n, msg);
         return -1;
     }
     return 0;
-}
-
-/* The names of the step's first node and of node `index` (malloc'ed),
- * from one pass over the step's node list; -1 if either is missing. */
-static int step_nodes (spank_t sp, uint32_t index, char **first, char **self)
-{
-    dt_hostlist_t hl;
-    char *name;
-    uint32_t i;
-
-    *first = *self = NULL;
-    if ((hl = dist_train_step_hostlist (sp)) == NULL)
-        return -1;
-    for (i = 0; i <= index && (name = slurm_hostlist_shift (hl)) != NULL; i++) {
-        if (i == 0)
-            *first = name;
-        if (i == index)
-            *self = i == 0 ? strdup (name) : name;
-        else if (i != 0)
-            free (name);
-    }
-    slurm_hostlist_destroy (hl);
-    if (*first == NULL || *self == NULL) {
-        free (*first);
-        free (*self);
-        *first = *self = NULL;
-        return -1;
-    }
-    return 0;
-}
-
-static bool is_arbitrary (spank_t sp)
-{
-    char dist[64];
-    return spank_getenv (sp, "SLURM_DISTRIBUTION", dist, sizeof (dist)) == ESPANK_SUCCESS
-           && dist_distribution_parse (dist) == DIST_DIST_ARBITRARY;
-}
-
-/* Find the node that runs rank 0 (malloc'ed into *rank0), and whether it is
- * this one (self).  srun read it from the step's layout (local.c); without
- * that, block, cyclic and plane start on the step's first node, and the
- * arbitrary distribution cannot be told: SLURM_HOSTFILE names a path that
- * slurmstepd does not open. */
-static int find_rank0_node (spank_t sp, const char *first, const char *self, char **rank0,
-                            bool *here)
-{
-    char msg[DIST_ERR_MAX];
-    uint32_t lid;
-    bool runs_rank0;
-
-    if (dist_train.have_srun && dist_train.srun.rank0_node[0] != '\0') {
-        if ((*rank0 = strdup (dist_train.srun.rank0_node)) == NULL) {
-            dist_train_defer_error ("out of memory");
-            return -1;
-        }
-    } else if (is_arbitrary (sp)) {
-        dist_train_defer_error (DIST_TRAIN_NO_SRUN_LAYOUT);
-        return -1;
-    } else if ((*rank0 = strdup (first)) == NULL) {
-        dist_train_defer_error ("out of memory");
-        return -1;
-    }
-    /* This node knows whether it runs rank 0: check what was derived. */
-    runs_rank0 = spank_get_item (sp, S_JOB_GLOBAL_TO_LOCAL_ID, (uint32_t) 0, &lid)
-                 == ESPANK_SUCCESS;
-    *here = strcmp (self, *rank0) == 0;
-    if (runs_rank0 != *here) {
-        snprintf (msg, sizeof (msg),
-                  "rank 0 runs on %.64s, not on %.64s as the step's layout says; "
-                  "set MASTER_ADDR yourself for this layout",
-                  runs_rank0 ? self : "another node", *rank0);
-        dist_train_defer_error (msg);
-        free (*rank0);
-        *rank0 = NULL;
-        return -1;
-    }
-    return 0;
-}
-
-/* A count from the step's environment; false when unset or not a number. */
-static bool env_count (spank_t sp, const char *name, uint32_t *count)
-{
-    char value[16], *end;
-    unsigned long n;
-
-    if (spank_getenv (sp, name, value, sizeof (value)) != ESPANK_SUCCESS
-        || value[0] < '0' || value[0] > '9')
-        return false;
-    n = strtoul (value, &end, 10);
-    if (*end != '\0' || n > 1000000)
-        return false;
-    *count = (uint32_t) n;
-    return true;
 }
 
 /* torchrun's restart count: the job's requeues (Slurm's item is 0 in the
@@ -131,101 +65,40 @@ static void restart_count (spank_t sp, uint32_t *count)
 
     if (spank_get_item (sp, S_SLURM_RESTART_COUNT, count) != ESPANK_SUCCESS)
         *count = 0;
-    if (env_count (sp, "SLURM_RESTART_COUNT", &n) && n > *count)
+    if (dist_train_env_count (sp, "SLURM_RESTART_COUNT", &n) && n > *count)
         *count = n;
-    if (env_count (sp, "DIST_TRAIN_RESTART_COUNT", &n))
+    if (dist_train_env_count (sp, "DIST_TRAIN_RESTART_COUNT", &n))
         *count = n;
 }
 
-static int collect_step (spank_t sp, struct dist_step *step)
+static int collect_step (struct stepd_node *n, spank_t sp)
 {
+    struct dist_step *step = &n->step;
     char err[DIST_ERR_MAX];
-    char msg[DIST_ERR_MAX + 128];
-    char user_port[16];
-    uint32_t user_port_n;
-    char user_addr[256];
-    char *node = NULL, *first = NULL, *self = NULL;
-    bool here;
-    int rc = -1;
 
-    if (get_u32 (sp, S_JOB_NNODES, "node count", &step->node_count) < 0
-        || get_u32 (sp, S_JOB_NODEID, "node index", &step->node_rank) < 0
-        || get_u32 (sp, S_JOB_TOTAL_TASK_COUNT, "task count", &step->world_size) < 0
-        || get_u32 (sp, S_JOB_LOCAL_TASK_COUNT, "local task count",
+    if (get_u32 (n, sp, S_JOB_NNODES, "node count", &step->node_count) < 0
+        || get_u32 (n, sp, S_JOB_NODEID, "node index", &step->node_rank) < 0
+        || get_u32 (n, sp, S_JOB_TOTAL_TASK_COUNT, "task count", &step->world_size) < 0
+        || get_u32 (n, sp, S_JOB_LOCAL_TASK_COUNT, "local task count",
                     &step->local_world_size) < 0
-        || get_u32 (sp, S_STEP_CPUS_PER_TASK, "CPUs per task",
-                    &step->cpus_per_task) < 0)
+        || get_u32 (n, sp, S_STEP_CPUS_PER_TASK, "CPUs per task", &step->cpus_per_task) < 0)
         return -1;
     restart_count (sp, &step->restart_count);
-    step->watchdog_s = dist_train.cfg.watchdog_s;
-    /* one pass over the step's nodes: its first, and this one (for messages) */
-    if (step_nodes (sp, step->node_rank, &first, &self) < 0) {
-        dist_train_defer_error ("cannot read the step's nodes from SLURM_STEP_NODELIST");
+    step->watchdog_s = n->cfg->watchdog_s;
+    if (dist_master_choose (sp, n->cfg, n->have_srun ? &n->srun : NULL, step, n->node_name,
+                            sizeof (n->node_name), err, sizeof (err))
+        < 0) {
+        defer_error (n, err);
         return -1;
     }
-    snprintf (dist_train.node_name, sizeof (dist_train.node_name), "%s", self);
-    /* (the step's environment is the user's: the name goes into log lines) */
-    dist_printable (dist_train.node_name);
-
-    /* A MASTER_ADDR the user set is kept: it only guides the interface. */
-    if (spank_getenv (sp, "MASTER_ADDR", user_addr, sizeof (user_addr)) == ESPANK_SUCCESS
-        && user_addr[0] != '\0') {
-        /* jax builds JAX_COORDINATOR_ADDRESS from it: never from a cut name */
-        if (dist_train.cfg.profile == DIST_PROFILE_JAX
-            && strlen (user_addr) >= sizeof (step->master_addr)) {
-            dist_train_defer_error ("the jax profile needs a MASTER_ADDR of at most 45 "
-                                    "characters; set it to rank 0's address, not a long name");
-            goto out;
-        }
-        /* (too long to be an address: the user's value is kept as it is) */
-        snprintf (step->master_addr, sizeof (step->master_addr), "%.45s", user_addr);
-        here = false;
-    } else {
-        if (find_rank0_node (sp, first, self, &node, &here) < 0)
-            goto out;
-        if (dist_train_resolve_master (sp, node,
-                                       dist_train.have_srun ? dist_train.srun.rank0_addr : "",
-                                       here, step->master_addr,
-                                       sizeof (step->master_addr), err, sizeof (err)) < 0) {
-            dist_train_defer_error (err);
-            goto out;
-        }
-    }
-
-    if (dist_train.cfg.ifname[0] != '\0')
-        snprintf (step->ifname, sizeof (step->ifname), "%s", dist_train.cfg.ifname);
-    else
-        dist_train_find_ifname (step->master_addr, step->ifname, sizeof (step->ifname));
-
-    step->master_port = dist_port_for_step (dist_train.cfg.port_lo, dist_train.cfg.port_hi,
-                                            step->job_id, step->step_id);
-    /* A port the user chose is theirs to check, and what the profile derives
-     * from it (JAX_COORDINATOR_ADDRESS, PET_MASTER_PORT) follows it; ours is
-     * checked where rank 0 will listen, so a collision fails now instead of
-     * hanging later. */
-    if (spank_getenv (sp, "MASTER_PORT", user_port, sizeof (user_port)) == ESPANK_SUCCESS) {
-        if (env_count (sp, "MASTER_PORT", &user_port_n) && user_port_n >= 1
-            && user_port_n <= 65535)
-            step->master_port = (uint16_t) user_port_n;
-    } else if (here
-        && dist_train_check_port_free (step->master_addr, step->master_port,
-                                       err, sizeof (err)) < 0) {
-        snprintf (msg, sizeof (msg), "node %s: %s", node, err);
-        dist_train_defer_error (msg);
-        goto out;
-    }
-    rc = 0;
-out:
-    free (node);
-    free (first);
-    free (self);
-    return rc;
+    return 0;
 }
 
 /* tf profile: TF_CONFIG lists every task as host:port, so this node needs
  * the whole layout; built once here, finished per task with its index. */
-static int build_tf_config (spank_t sp, const struct dist_step *st)
+static int build_tf_config (struct stepd_node *n, spank_t sp)
 {
+    const struct dist_step *st = &n->step;
     struct step_layout layout;
     const char **host_of_rank;
     uint32_t rank;
@@ -238,38 +111,36 @@ static int build_tf_config (spank_t sp, const struct dist_step *st)
             if (!dist_tf_config_fits (host_of_rank, st->world_size)) {
                 free (host_of_rank);
                 dist_train_layout_free (&layout);
-                dist_train_defer_error ("the tf profile's TF_CONFIG for this many ranks is larger "
-                                        "than Linux allows for one variable (128 KiB); use the "
-                                        "torch or jax profile");
+                defer_error (n, "the tf profile's TF_CONFIG for this many ranks is larger "
+                                "than Linux allows for one variable (128 KiB); use the "
+                                "torch or jax profile");
                 return -1;
             }
-            dist_train.tf_config = dist_tf_config_prefix (
-                host_of_rank, st->world_size, st->master_port,
-                dist_train.cfg.port_lo, dist_train.cfg.port_hi);
+            n->tf_config = dist_tf_config_prefix (host_of_rank, st->world_size, st->master_port,
+                                                  n->cfg->port_lo, n->cfg->port_hi);
             free (host_of_rank);
         }
         dist_train_layout_free (&layout);
     }
-    if (dist_train.tf_config == NULL) {
-        dist_train_defer_error ("the tf profile needs a layout it can read (block, cyclic, "
-                                "plane, or arbitrary as srun hands it over) and a port_range "
-                                "with a port for every task; use another profile");
+    if (n->tf_config == NULL) {
+        defer_error (n, "the tf profile needs a layout it can read (block, cyclic, "
+                        "plane, or arbitrary as srun hands it over) and a port_range "
+                        "with a port for every task; use another profile");
         return -1;
     }
     return 0;
 }
 
 /* What srun worked out for this step (local.c), if it is for this step. */
-static void read_srun_handover (spank_t sp, const struct dist_step *step)
+static void read_srun_handover (struct stepd_node *n, spank_t sp)
 {
     char text[DIST_HANDOVER_MAX];
 
-    dist_train.have_srun =
-        spank_getenv (sp, DIST_HANDOVER_VAR, text, sizeof (text)) == ESPANK_SUCCESS
-        && dist_handover_parse (text, &dist_train.srun) == 0
-        && dist_train.srun.job_id == step->job_id && dist_train.srun.step_id == step->step_id;
-    if (!dist_train.have_srun)
-        memset (&dist_train.srun, 0, sizeof (dist_train.srun));
+    n->have_srun = spank_getenv (sp, DIST_HANDOVER_VAR, text, sizeof (text)) == ESPANK_SUCCESS
+                   && dist_handover_parse (text, &n->srun) == 0
+                   && n->srun.job_id == n->step.job_id && n->srun.step_id == n->step.step_id;
+    if (!n->have_srun)
+        memset (&n->srun, 0, sizeof (n->srun));
 }
 
 /* Whether this is one component of a heterogeneous step (srun
@@ -295,16 +166,16 @@ static bool heterogeneous_step (spank_t sp)
 /* The processes a launcher starts on each node: SPEC nproc=, else a number the user
  * gave torchrun in PET_NPROC_PER_NODE, else the node's GPUs in the step, else
  * srun's --gpus-per-node, else 1. */
-static uint32_t launcher_nproc (spank_t sp)
+static uint32_t launcher_nproc (const struct dist_config *cfg, spank_t sp)
 {
     char value[64], *count, *end;
     unsigned long n;
     uint32_t u;
     int gpus;
 
-    if (dist_train.cfg.nproc > 0)
-        return dist_train.cfg.nproc;
-    if (env_count (sp, "PET_NPROC_PER_NODE", &u) && u >= 1 && u <= DIST_NPROC_MAX)
+    if (cfg->nproc > 0)
+        return cfg->nproc;
+    if (dist_train_env_count (sp, "PET_NPROC_PER_NODE", &u) && u >= 1 && u <= DIST_NPROC_MAX)
         return u;
     if ((gpus = dist_train_step_gpu_count (sp)) > 0)
         return (uint32_t) gpus;
@@ -319,12 +190,12 @@ static uint32_t launcher_nproc (spank_t sp)
 }
 
 /* The launcher profile: one task per node, which starts the node's ranks itself. */
-static int launcher_check (spank_t sp, struct dist_step *step)
+static int launcher_check (struct stepd_node *n, spank_t sp)
 {
     char msg[DIST_ERR_MAX];
     uint32_t local;
 
-    if (get_u32 (sp, S_JOB_LOCAL_TASK_COUNT, "local task count", &local) < 0)
+    if (get_u32 (n, sp, S_JOB_LOCAL_TASK_COUNT, "local task count", &local) < 0)
         return -1;
     if (local != 1) {
         snprintf (msg, sizeof (msg),
@@ -332,124 +203,182 @@ static int launcher_check (spank_t sp, struct dist_step *step)
                   "(torchrun, accelerate launch, composer), and this step has %lu tasks on a "
                   "node: add --ntasks-per-node=1",
                   (unsigned long) local);
-        dist_train_defer_error (msg);
+        defer_error (n, msg);
         return -1;
     }
-    step->nproc_per_node = launcher_nproc (sp);
+    n->step.nproc_per_node = launcher_nproc (n->cfg, sp);
     return 0;
 }
 
-int dist_train_remote_user_init (spank_t sp)
+/* Whether this step is one to set up; a step that is not keeps no error
+ * (not even a plugstack one: without the flag nothing changes). */
+static bool wanted (struct stepd_node *n, spank_t sp)
 {
-    struct dist_step *step = &dist_train.step;
+    if (n->cfg->profile == DIST_PROFILE_OFF)
+        return false;
+    if (get_u32 (n, sp, S_JOB_ID, "job id", &n->step.job_id) < 0
+        || get_u32 (n, sp, S_JOB_STEPID, "step id", &n->step.step_id) < 0)
+        return true;
+    return dist_train_is_training_step (n->step.step_id);
+}
 
-    /* Without the flag nothing changes, not even for a plugstack error. */
-    if (dist_train.cfg.profile == DIST_PROFILE_OFF) {
-        dist_train.error[0] = '\0';
-        return 0;
-    }
-    if (get_u32 (sp, S_JOB_ID, "job id", &step->job_id) < 0
-        || get_u32 (sp, S_JOB_STEPID, "step id", &step->step_id) < 0)
-        return 0;
-    if (!dist_train_is_training_step (step->step_id)) {
-        dist_train.error[0] = '\0';
-        return 0;
-    }
-    if (dist_train.error[0] != '\0')
-        return 0;
+/* The node's plan: -1 with the error kept for task_init. */
+static int plan_node (struct stepd_node *n, spank_t sp)
+{
     if (heterogeneous_step (sp)) {
-        dist_train_defer_error ("a heterogeneous step (srun --het-group=0,1, or A : B) is not "
-                                "supported: its components get no one world. Use one component "
-                                "per step (srun --het-group=N --dist-train), or set RANK, "
-                                "WORLD_SIZE and MASTER_ADDR yourself");
-        return 0;
+        defer_error (n, "a heterogeneous step (srun --het-group=0,1, or A : B) is not "
+                        "supported: its components get no one world. Use one component "
+                        "per step (srun --het-group=N --dist-train), or set RANK, "
+                        "WORLD_SIZE and MASTER_ADDR yourself");
+        return -1;
     }
-    read_srun_handover (sp, step);
-    if (dist_train.cfg.profile == DIST_PROFILE_LAUNCHER && launcher_check (sp, step) < 0)
-        return 0;
-    if (collect_step (sp, step) == 0
-        && (dist_train.cfg.profile != DIST_PROFILE_TF || build_tf_config (sp, step) == 0)) {
-        if (dist_train_container_note (sp) < 0) {
-            dist_train_defer_error ("out of memory");
-            return 0;
-        }
-        dist_train.active = true;
-        dist_train_bind_plan (sp);
+    read_srun_handover (n, sp);
+    if (n->cfg->profile == DIST_PROFILE_LAUNCHER && launcher_check (n, sp) < 0)
+        return -1;
+    if (collect_step (n, sp) < 0
+        || (n->cfg->profile == DIST_PROFILE_TF && build_tf_config (n, sp) < 0))
+        return -1;
+    if ((n->container = dist_container_note (sp)) == NULL
+        || (n->topology = dist_topology_new (n->cfg)) == NULL) {
+        defer_error (n, "out of memory");
+        return -1;
     }
+    n->binding = dist_train_bind_plan (sp, n->cfg, n->topology, n->node_name);
+    n->failfast.armed = n->have_srun && n->srun.fail_fast;
+    n->failfast.job_id = n->step.job_id;
+    n->failfast.step_id = n->step.step_id;
+    snprintf (n->failfast.node_name, sizeof (n->failfast.node_name), "%s", n->node_name);
     return 0;
 }
 
-#define REPORT_ROWS 64 /* verbose lists this many ranks, then counts the rest */
-
-/* verbose: the rank table, when srun's distribution can be recomputed. */
-static void report_ranks (spank_t sp, const struct dist_step *st)
+int dist_train_remote_user_init (spank_t sp, const struct dist_config *cfg)
 {
-    struct step_layout layout;
-    uint32_t *seen, rank, shown;
+    struct stepd_node *n;
 
-    if (dist_train_layout_load (sp, st, &layout) < 0)
-        return;
-    seen = calloc (st->node_count, sizeof (*seen));
-    if (seen == NULL) {
-        dist_train_layout_free (&layout);
-        return;
+    dist_train_remote_exit ();
+    if ((n = calloc (1, sizeof (*n))) == NULL) {
+        slurm_error ("%s: out of memory", PLUGIN_NAME);
+        return 0;
     }
-    slurm_spank_log ("%s:   RANK  LOCAL_RANK  NODE_RANK  NODE", PLUGIN_NAME);
-    shown = st->world_size < REPORT_ROWS ? st->world_size : REPORT_ROWS;
-    for (rank = 0; rank < st->world_size; rank++) {
-        uint32_t node = layout.node_of_rank[rank];
-        if (rank < shown)
-            slurm_spank_log ("%s:   %-5lu %-11lu %-10lu %s", PLUGIN_NAME, (unsigned long) rank,
-                             (unsigned long) seen[node], (unsigned long) node,
-                             layout.names[node]);
-        seen[node]++;
+    n->cfg = cfg;
+    node = n;
+    if (!wanted (n, sp)) {
+        n->error[0] = '\0';
+        return 0;
     }
-    if (shown < st->world_size)
-        slurm_spank_log ("%s:   ... and %lu more ranks", PLUGIN_NAME,
-                         (unsigned long) (st->world_size - shown));
-    free (seen);
-    dist_train_layout_free (&layout);
+    defer_error (n, dist_train_config_error ());
+    if (n->error[0] == '\0')
+        (void) plan_node (n, sp);
+    return 0;
 }
 
-/* verbose: what the step got, said once, by rank 0 (whose stderr is the
- * user's). */
-static void report_step (spank_t sp)
+/* Whether the node's plan is for this step's tasks. */
+static bool planned (const struct stepd_node *n)
 {
-    const struct dist_step *st = &dist_train.step;
-    char nodes[1024], *all = dist_train_getenv_any (sp, "SLURM_STEP_NODELIST");
+    return n != NULL && n->error[0] == '\0' && n->binding != NULL;
+}
 
-    /* (a long list is cut for the line, with an ellipsis) */
-    snprintf (nodes, sizeof (nodes), "%s", all != NULL ? all : "?");
-    if (all != NULL && strlen (all) >= sizeof (nodes))
-        memcpy (nodes + sizeof (nodes) - 4, "...", 4);
-    free (all);
-    if (dist_train.cfg.profile == DIST_PROFILE_LAUNCHER) {
-        slurm_spank_log ("%s: step %lu.%lu: launcher profile, one launcher on each of %lu nodes "
-                         "(%s) starting %lu processes each, MASTER_ADDR=%s MASTER_PORT=%u, "
-                         "interface on node rank 0: %s",
-                         PLUGIN_NAME, (unsigned long) st->job_id, (unsigned long) st->step_id,
-                         (unsigned long) st->node_count, nodes,
-                         (unsigned long) st->nproc_per_node, st->master_addr,
-                         (unsigned) st->master_port,
-                         st->ifname[0] != '\0' ? st->ifname : "(not found)");
-        return;
+void dist_train_remote_task_init_privileged (spank_t sp)
+{
+    int local_rank;
+
+    /* local rank 0's task, before it drops root: what later steps can read */
+    if (planned (node) && spank_get_item (sp, S_TASK_ID, &local_rank) == ESPANK_SUCCESS
+        && local_rank == 0)
+        dist_topology_save (node->topology);
+}
+
+/* What task_init knows of its task. */
+struct task {
+    spank_t sp;
+    uint32_t rank;
+    int local_rank;
+    enum dist_container container;
+    struct dist_step step; /* the node's, as this task's binding changes it */
+};
+
+/* The error found in user_init, said where srun shows it. */
+static int refuse_deferred (const struct stepd_node *n)
+{
+    slurm_error ("%s: %s", PLUGIN_NAME, n->error);
+    /* the task fails now and fail fast stops the step: the line must reach srun */
+    dist_train_wait_forwarded (STDERR_FILENO);
+    return -1;
+}
+
+static int read_task (const struct stepd_node *n, spank_t sp, struct task *t)
+{
+    t->sp = sp;
+    t->step = n->step;
+    if (spank_get_item (sp, S_TASK_GLOBAL_ID, &t->rank) != ESPANK_SUCCESS
+        || spank_get_item (sp, S_TASK_ID, &t->local_rank) != ESPANK_SUCCESS) {
+        slurm_error ("%s: cannot read the task's rank from Slurm", PLUGIN_NAME);
+        return -1;
     }
-    slurm_spank_log ("%s: step %lu.%lu: %s profile, %lu ranks on %lu nodes (%s), "
-                     "MASTER_ADDR=%s MASTER_PORT=%u, interface on rank 0's node: %s",
-                     PLUGIN_NAME, (unsigned long) st->job_id, (unsigned long) st->step_id,
-                     dist_profile_name (dist_train.cfg.profile),
-                     (unsigned long) st->world_size, (unsigned long) st->node_count,
-                     nodes, st->master_addr, (unsigned) st->master_port,
-                     st->ifname[0] != '\0' ? st->ifname : "(not found)");
-    report_ranks (sp, st);
+    t->container = dist_container_state (n->container);
+    return 0;
+}
+
+/* A container plugin listed after this one would replace every variable. */
+static int refuse_container_later (const struct task *t)
+{
+    if (t->container != DIST_CONTAINER_LATER)
+        return 0;
+    if (t->local_rank == 0)
+        slurm_error ("%s: plugstack.conf loads dist-train before pyxis, so the container's "
+                     "environment would replace MASTER_ADDR, MASTER_PORT and the other "
+                     "variables after dist-train set them. The admin must list dist-train "
+                     "after pyxis (its snippet as plugstack.conf.d/zz-dist-train.conf); "
+                     "until then, run the container without --dist-train",
+                     PLUGIN_NAME);
+    dist_train_wait_forwarded (STDERR_FILENO);
+    return -1;
+}
+
+/* srun's notes to the nodes are not part of the contract; the key is this
+ * step's srun's, never one a task inherited from another step. */
+static void replace_srun_notes (const struct stepd_node *n, spank_t sp)
+{
+    spank_unsetenv (sp, DIST_HANDOVER_VAR);
+    spank_unsetenv (sp, DIST_LAYOUT_VAR);
+    if (n->have_srun && n->srun.key[0] != '\0') {
+        if (spank_setenv (sp, DIST_STEP_KEY_VAR, n->srun.key, 1) != ESPANK_SUCCESS)
+            slurm_verbose ("%s: cannot set %s", PLUGIN_NAME, DIST_STEP_KEY_VAR);
+    } else
+        spank_unsetenv (sp, DIST_STEP_KEY_VAR);
+}
+
+/* The contract's variables for this rank. */
+static int set_variables (const struct stepd_node *n, const struct task *t)
+{
+    struct dist_var vars[DIST_ENV_MAX];
+    size_t i, count;
+
+    count = dist_env_build (n->cfg->profile, &t->step, t->rank, (uint32_t) t->local_rank, vars);
+    if (n->tf_config != NULL) {
+        char *tf = malloc (strlen (n->tf_config) + 16);
+        if (tf == NULL)
+            return -1;
+        sprintf (tf, "%s%lu}}", n->tf_config, (unsigned long) t->rank);
+        (void) dist_container_set_default (n->container, t->sp, "TF_CONFIG", tf);
+        free (tf);
+    }
+    for (i = 0; i < count; i++) {
+        if (vars[i].overwrite == DIST_DEFAULT)
+            (void) dist_container_set_default (n->container, t->sp, vars[i].name,
+                                               vars[i].value);
+        else if (spank_setenv (t->sp, vars[i].name, vars[i].value, 1) != ESPANK_SUCCESS) {
+            slurm_error ("%s: cannot set %s", PLUGIN_NAME, vars[i].name);
+            return -1;
+        }
+    }
+    return 0;
 }
 
 /* preflight in a container: the doctor runs there, from the image's files;
  * said once per node. */
-static int doctor_in_container (int local_rank)
+static int doctor_in_container (const char *doctor, int local_rank)
 {
-    const char *doctor = dist_train.cfg.doctor;
-
     /* (a bare name is looked up on the task's PATH when it execs) */
     if (strchr (doctor, '/') == NULL || access (doctor, X_OK) == 0)
         return 0;
@@ -462,83 +391,62 @@ static int doctor_in_container (int local_rank)
     return -1;
 }
 
-int dist_train_remote_task_init (spank_t sp)
+/* preflight: the task runs dist-train-doctor, which checks the step and then
+ * execs the task's own command line unchanged. */
+static int prepend_doctor (const struct stepd_node *n, const struct task *t)
 {
-    struct dist_var vars[DIST_ENV_MAX];
-    enum dist_container container;
-    uint32_t rank;
-    int local_rank;
-    size_t i, n;
+    const char *argv[] = { n->cfg->doctor, "--then" };
 
-    if (dist_train.error[0] != '\0') {
-        slurm_error ("%s: %s", PLUGIN_NAME, dist_train.error);
-        /* the task fails now and fail fast stops the step: the line must reach srun */
-        dist_train_wait_forwarded (STDERR_FILENO);
-        return -1;
-    }
-    if (!dist_train.active)
+    if (!dist_config_preflight (n->cfg))
         return 0;
-    if (spank_get_item (sp, S_TASK_GLOBAL_ID, &rank) != ESPANK_SUCCESS
-        || spank_get_item (sp, S_TASK_ID, &local_rank) != ESPANK_SUCCESS) {
-        slurm_error ("%s: cannot read the task's rank from Slurm", PLUGIN_NAME);
+    if (t->container == DIST_IN_CONTAINER && doctor_in_container (n->cfg->doctor,
+                                                                  t->local_rank) < 0)
         return -1;
-    }
-    container = dist_train_container_state ();
-    if (container == DIST_CONTAINER_LATER) {
-        if (local_rank == 0)
-            slurm_error ("%s: plugstack.conf loads dist-train before pyxis, so the container's "
-                         "environment would replace MASTER_ADDR, MASTER_PORT and the other "
-                         "variables after dist-train set them. The admin must list dist-train "
-                         "after pyxis (its snippet as plugstack.conf.d/zz-dist-train.conf); "
-                         "until then, run the container without --dist-train",
-                         PLUGIN_NAME);
-        dist_train_wait_forwarded (STDERR_FILENO);
-        return -1;
-    }
-    if (dist_train.cfg.verbose && rank == 0)
-        report_step (sp);
-    /* srun's notes to the nodes are not part of the contract */
-    spank_unsetenv (sp, DIST_HANDOVER_VAR);
-    spank_unsetenv (sp, DIST_LAYOUT_VAR);
-    /* the key this step's srun drew, never one a task inherited from another step */
-    if (dist_train.have_srun && dist_train.srun.key[0] != '\0') {
-        if (spank_setenv (sp, DIST_STEP_KEY_VAR, dist_train.srun.key, 1) != ESPANK_SUCCESS)
-            slurm_verbose ("%s: cannot set %s", PLUGIN_NAME, DIST_STEP_KEY_VAR);
-    } else
-        spank_unsetenv (sp, DIST_STEP_KEY_VAR);
-    /* (this is the task's own process: its copy of the step may change) */
-    dist_train_bind_task (sp, local_rank, &dist_train.step.cpus_per_task);
-    n = dist_env_build (dist_train.cfg.profile, &dist_train.step, rank,
-                        (uint32_t) local_rank, vars);
-    if (dist_train.tf_config != NULL) {
-        char *tf = malloc (strlen (dist_train.tf_config) + 16);
-        if (tf == NULL)
-            return -1;
-        sprintf (tf, "%s%lu}}", dist_train.tf_config, (unsigned long) rank);
-        (void) dist_train_set_default (sp, "TF_CONFIG", tf);
-        free (tf);
-    }
-    for (i = 0; i < n; i++) {
-        if (vars[i].overwrite == DIST_DEFAULT)
-            (void) dist_train_set_default (sp, vars[i].name, vars[i].value);
-        else if (spank_setenv (sp, vars[i].name, vars[i].value, 1) != ESPANK_SUCCESS) {
-            slurm_error ("%s: cannot set %s", PLUGIN_NAME, vars[i].name);
-            return -1;
-        }
-    }
-    /* preflight: the task runs dist-train-doctor, which checks the step and then execs the
-     * task's own command line unchanged */
-    if (dist_config_preflight (&dist_train.cfg)) {
-        const char *argv[] = { dist_train.cfg.doctor, "--then" };
-        if (container == DIST_IN_CONTAINER && doctor_in_container (local_rank) < 0)
-            return -1;
-        if (dist_compat_prepend_task_argv (sp, 2, argv) < 0) {
-            slurm_error ("%s: preflight: this Slurm (%d.%02d) cannot run dist-train-doctor before "
-                         "the program (23.11 or later can): use --dist-train=preflight=off",
-                         PLUGIN_NAME, SLURM_VERSION_MAJOR (SLURM_VERSION_NUMBER),
+    if (dist_compat_prepend_task_argv (t->sp, 2, argv) < 0) {
+        slurm_error ("%s: preflight: this Slurm (%d.%02d) cannot run dist-train-doctor before "
+                     "the program (23.11 or later can): use --dist-train=preflight=off",
+                     PLUGIN_NAME, SLURM_VERSION_MAJOR (SLURM_VERSION_NUMBER),
                      SLURM_VERSION_MINOR (SLURM_VERSION_NUMBER));
-            return -1;
-        }
+        return -1;
     }
     return 0;
+}
+
+int dist_train_remote_task_init (spank_t sp)
+{
+    const struct stepd_node *n = node;
+    struct task t;
+
+    if (n != NULL && n->error[0] != '\0')
+        return refuse_deferred (n);
+    if (!planned (n))
+        return 0;
+    if (read_task (n, sp, &t) < 0 || refuse_container_later (&t) < 0)
+        return -1;
+    if (n->cfg->verbose && t.rank == 0)
+        dist_report_step (sp, n->cfg, &n->step);
+    replace_srun_notes (n, sp);
+    dist_train_bind_task (n->binding, sp, t.local_rank, n->container, &t.step.cpus_per_task);
+    if (set_variables (n, &t) < 0)
+        return -1;
+    return prepend_doctor (n, &t);
+}
+
+int dist_train_remote_task_exit (spank_t sp)
+{
+    if (!planned (node))
+        return 0;
+    return dist_failfast_task_exit (sp, &node->failfast);
+}
+
+void dist_train_remote_exit (void)
+{
+    if (node == NULL)
+        return;
+    dist_train_bind_free (node->binding);
+    dist_topology_free (node->topology);
+    dist_container_free (node->container);
+    free (node->tf_config);
+    free (node);
+    node = NULL;
 }

@@ -34,6 +34,8 @@
 #include <hwloc.h>
 
 #include "dist_train.h"
+#include "libdist/io.h"
+#include "libdist/topo.h"
 #include "libdist/topo.h"
 
 #ifndef DIST_TRAIN_CACHE_DIR
@@ -47,19 +49,19 @@
 #define CACHE_BYTES_MAX (256 << 20)
 #define STALE_TEMP_S 60 /* a write takes milliseconds: an older temporary lost its writer */
 
+/* The kernel's boot id: the cache is valid until the next boot. */
 static int read_boot_id (char *id, size_t size)
 {
-    ssize_t n;
-    int fd = open ("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+    size_t len;
+    char *text = dist_read_file ("/proc/sys/kernel/random/boot_id", 64, DIST_FILE_ANYONE, &len);
 
-    if (fd < 0)
+    if (text == NULL || len == 0) {
+        free (text);
         return -1;
-    n = read (fd, id, size - 1);
-    close (fd);
-    if (n <= 0)
-        return -1;
-    id[n] = '\0';
-    id[strcspn (id, "\n")] = '\0';
+    }
+    text[strcspn (text, "\n")] = '\0';
+    snprintf (id, size, "%s", text);
+    free (text);
     return 0;
 }
 
@@ -88,35 +90,13 @@ static int cache_path (char *path, size_t size, const char *kind)
  * from a regular file of root's that nobody else may write. */
 static char *read_cache (const char *path, size_t *len)
 {
-    struct stat st;
-    char *xml = NULL;
-    size_t got = 0;
-    ssize_t n;
-    int fd;
+    char *xml = dist_read_file (path, CACHE_FILE_MAX, DIST_FILE_ROOT_ONLY, len);
 
-    fd = open (path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0)
+    if (xml != NULL && *len == 0) {
+        free (xml);
         return NULL;
-    if (fstat (fd, &st) < 0 || !S_ISREG (st.st_mode) || st.st_uid != 0
-        || (st.st_mode & (S_IWGRP | S_IWOTH)) || st.st_size <= 0 || st.st_size > CACHE_FILE_MAX
-        || (xml = malloc ((size_t) st.st_size + 1)) == NULL)
-        goto fail;
-    while (got < (size_t) st.st_size) {
-        n = read (fd, xml + got, (size_t) st.st_size - got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            goto fail;
-        got += (size_t) n;
     }
-    close (fd);
-    xml[got] = '\0';
-    *len = got;
     return xml;
-fail:
-    free (xml);
-    close (fd);
-    return NULL;
 }
 
 static bool load_cache (struct dist_topo *t, bool need_io)
@@ -225,13 +205,28 @@ static void plugins_load (enum plugins which)
                                         __ATOMIC_SEQ_CST);
 }
 
-/* The checked copy of the site's file that this step made, for local rank 0's task to
- * save as root (the step's own loading runs as the user). */
-static struct {
-    char *xml;
-    size_t len;
-    char key[DIST_TOPO_CACHE_KEY_MAX];
-} site_copy;
+static const char *const source_said[] = {
+    [TOPO_NONE] = "not loaded",
+    [TOPO_SITE_FILE] = "from the site's file",
+    [TOPO_SITE_COPY] = "from this node's checked copy of the site's file",
+    [TOPO_CACHE] = "from this node's cache",
+    [TOPO_LIVE] = "live, without I/O devices",
+    [TOPO_LIVE_IO] = "live, with I/O devices",
+};
+
+/* A slurmstepd node's topology: loaded as the user in user_init, kept so that local rank
+ * 0's task can save it as root (task_init_privileged) for later steps. */
+struct node_topology {
+    const char *site_file;  /* plugstack topology=, "" none */
+    enum topo_source source;
+    struct dist_topo topo;  /* loaded when source is not TOPO_NONE */
+    bool loaded;
+    struct {                /* the checked copy of the site's file this step made */
+        char *xml;
+        size_t len;
+        char key[DIST_TOPO_CACHE_KEY_MAX];
+    } site_copy;
+};
 
 static bool load_site_copy (struct dist_topo *t, const char *want)
 {
@@ -275,14 +270,14 @@ static bool site_export_wanted (const struct dist_topo_file_id *id, void *arg)
     return !(r->have_key && load_site_copy (r->t, r->key));
 }
 
-/* plugstack topology=FILE, or hwloc's HWLOC_XMLFILE from slurmd's environment: the
- * checked copy when it is this file's, else hwloc's export of the file from a child
- * (libdist/topofile.c: a corrupt file crashes hwloc's XML import, a hung mount never
- * answers; neither must hold slurmstepd), parsed here. */
-static enum topo_source load_site_file (struct dist_topo *t, const char *label, const char *file,
-                                        char *err, size_t errsz)
+/* A site's file: the checked copy when it is this file's, else hwloc's export of the file
+ * from a child (libdist/topofile.c: a corrupt file crashes hwloc's XML import, a hung
+ * mount never answers; neither must hold slurmstepd), parsed here and kept for the
+ * copy. */
+static enum topo_source load_site_file (struct node_topology *nt, const char *label,
+                                        const char *file, char *err, size_t errsz)
 {
-    struct site_read r = {.t = t};
+    struct site_read r = {.t = &nt->topo};
     char why[DIST_ERR_MAX];
     size_t len = 0;
     char *xml = NULL;
@@ -296,73 +291,143 @@ static enum topo_source load_site_file (struct dist_topo *t, const char *label, 
         snprintf (err, errsz, "%s (check it with dist-train-plan --topology)", why);
         return TOPO_NONE;
     }
-    if (dist_topo_load_xml (t, xml, len + 1, DIST_TOPO_IO, err, errsz) < 0) {
+    if (dist_topo_load_xml (&nt->topo, xml, len + 1, DIST_TOPO_IO, err, errsz) < 0) {
         free (xml);
         return TOPO_NONE;
     }
     if (r.have_key) {
-        free (site_copy.xml);
-        site_copy.xml = xml;
-        site_copy.len = len;
-        snprintf (site_copy.key, sizeof (site_copy.key), "%s", r.key);
+        free (nt->site_copy.xml);
+        nt->site_copy.xml = xml;
+        nt->site_copy.len = len;
+        snprintf (nt->site_copy.key, sizeof (nt->site_copy.key), "%s", r.key);
     } else {
         free (xml);
     }
     return TOPO_SITE_FILE;
 }
 
-enum topo_source dist_train_topology_load (struct dist_topo *t, bool need_io, char *err,
-                                           size_t errsz)
+/* The sources, in the order they are asked.  Each loads nt->topo and says from where, or
+ * returns TOPO_NONE: with err empty when it is not this node's source, else why it
+ * failed (and no later source is asked: a site's file that is wrong is not silently
+ * replaced by the machine). */
+static enum topo_source from_plugstack (struct node_topology *nt, bool need_io, char *err,
+                                        size_t errsz)
+{
+    if (nt->site_file[0] == '\0')
+        return TOPO_NONE;
+    return load_site_file (nt, "topology", nt->site_file, err, errsz);
+}
+
+/* hwloc's own HWLOC_XMLFILE, from slurmd's environment */
+static enum topo_source from_hwloc_xmlfile (struct node_topology *nt, bool need_io, char *err,
+                                            size_t errsz)
 {
     const char *xmlfile = getenv ("HWLOC_XMLFILE");
 
-    plugins_load (PLUGINS_EXPORTS);
-    if (dist_train.cfg.topology[0] != '\0')
-        return load_site_file (t, "topology", dist_train.cfg.topology, err, errsz);
-    if (xmlfile != NULL && xmlfile[0] != '\0')
-        return load_site_file (t, "HWLOC_XMLFILE", xmlfile, err, errsz);
-    if (load_cache (t, need_io))
-        return TOPO_CACHE;
-    /* the machine itself; PCI discovery only for GPUs or NICs to place */
+    if (xmlfile == NULL || xmlfile[0] == '\0')
+        return TOPO_NONE;
+    return load_site_file (nt, "HWLOC_XMLFILE", xmlfile, err, errsz);
+}
+
+static enum topo_source from_cache (struct node_topology *nt, bool need_io, char *err,
+                                    size_t errsz)
+{
+    return load_cache (&nt->topo, need_io) ? TOPO_CACHE : TOPO_NONE;
+}
+
+/* the machine itself; PCI discovery only for GPUs or NICs to place */
+static enum topo_source from_machine (struct node_topology *nt, bool need_io, char *err,
+                                      size_t errsz)
+{
     if (need_io)
         plugins_load (PLUGINS_LIVE_IO);
-    if (dist_topo_load (t, NULL, DIST_TOPO_WHOLE_MACHINE | (need_io ? DIST_TOPO_IO : 0), err, errsz)
-        == 0)
-        return need_io ? TOPO_LIVE_IO : TOPO_LIVE;
-    return TOPO_NONE;
+    if (dist_topo_load (&nt->topo, NULL, DIST_TOPO_WHOLE_MACHINE | (need_io ? DIST_TOPO_IO : 0),
+                        err, errsz)
+        < 0)
+        return TOPO_NONE;
+    return need_io ? TOPO_LIVE_IO : TOPO_LIVE;
+}
+
+static enum topo_source (*const sources[]) (struct node_topology *, bool, char *, size_t) = {
+    from_plugstack,
+    from_hwloc_xmlfile,
+    from_cache,
+    from_machine,
+};
+
+struct node_topology *dist_topology_new (const struct dist_config *cfg)
+{
+    struct node_topology *nt = calloc (1, sizeof (*nt));
+
+    if (nt != NULL)
+        nt->site_file = cfg->topology;
+    return nt;
+}
+
+const struct dist_topo *dist_topology_load (struct node_topology *nt, bool need_io, char *err,
+                                            size_t errsz)
+{
+    size_t i;
+
+    if (nt->loaded)
+        return &nt->topo;
+    err[0] = '\0';
+    /* hwloc parses what hwloc wrote (our cache, the child's export) with no plugins */
+    plugins_load (PLUGINS_EXPORTS);
+    for (i = 0; i < sizeof (sources) / sizeof (sources[0]) && err[0] == '\0'; i++) {
+        nt->source = sources[i](nt, need_io, err, errsz);
+        if (nt->source != TOPO_NONE) {
+            nt->loaded = true;
+            return &nt->topo;
+        }
+    }
+    if (err[0] == '\0')
+        snprintf (err, errsz, "no topology");
+    return NULL;
+}
+
+enum topo_source dist_topology_source (const struct node_topology *nt)
+{
+    return nt->source;
+}
+
+const char *dist_topology_said (const struct node_topology *nt)
+{
+    return source_said[nt->source];
+}
+
+void dist_topology_planned (struct node_topology *nt)
+{
+    /* a live load is kept for local rank 0's task to save, as root */
+    if (nt->loaded && nt->source != TOPO_LIVE && nt->source != TOPO_LIVE_IO) {
+        dist_topo_destroy (&nt->topo);
+        nt->loaded = false;
+    }
+}
+
+void dist_topology_free (struct node_topology *nt)
+{
+    if (nt == NULL)
+        return;
+    if (nt->loaded)
+        dist_topo_destroy (&nt->topo);
+    free (nt->site_copy.xml);
+    free (nt);
 }
 
 /* Write buf and then seal into path through a temporary file in the same
  * directory. */
 static int write_atomically (const char *path, const char *buf, size_t len, const char *seal)
 {
-    size_t seal_len = strlen (seal);
     char tmp[256];
-    size_t off = 0;
-    ssize_t n;
     int fd;
 
     if (snprintf (tmp, sizeof (tmp), "%s/.topology-XXXXXX", CACHE_DIR) >= (int) sizeof (tmp)
         || (fd = mkostemp (tmp, O_CLOEXEC)) < 0)
         return -1;
-    if (fchmod (fd, 0644) < 0)
+    if (fchmod (fd, 0644) < 0 || dist_write_all (fd, buf, len) < 0
+        || dist_write_all (fd, seal, strlen (seal)) < 0)
         goto fail;
-    while (off < len) {
-        n = write (fd, buf + off, len - off);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            goto fail;
-        off += (size_t) n;
-    }
-    for (off = 0; off < seal_len;) {
-        n = write (fd, seal + off, seal_len - off);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            goto fail;
-        off += (size_t) n;
-    }
     if (fsync (fd) < 0 || close (fd) < 0) {
         fd = -1;
         goto fail;
@@ -466,13 +531,14 @@ static void save_sealed (const char *kind, const char *xml, size_t len, const ch
     close (dfd);
 }
 
-void dist_train_topology_save (struct dist_topo *t, bool io)
+/* As root: the live load, for later steps. */
+static void save_live (struct dist_topo *t, bool io)
 {
     char boot[64], key[DIST_TOPO_CACHE_KEY_MAX];
     char *xml = NULL;
     int len = 0;
 
-    if (geteuid () != 0 || read_boot_id (boot, sizeof (boot)) < 0
+    if (read_boot_id (boot, sizeof (boot)) < 0
         || dist_topo_cache_key (key, sizeof (key), boot, hwloc_get_api_version (), io) < 0)
         return;
     /* The live load ran in the saving step's cpuset, and hwloc exports that
@@ -492,11 +558,15 @@ void dist_train_topology_save (struct dist_topo *t, bool io)
     hwloc_free_xmlbuffer (t->topo, xml);
 }
 
-void dist_train_topology_save_site (void)
+void dist_topology_save (struct node_topology *nt)
 {
-    if (site_copy.xml == NULL)
+    if (nt == NULL || geteuid () != 0)
         return;
-    save_sealed ("site-topology", site_copy.xml, site_copy.len, site_copy.key);
-    free (site_copy.xml);
-    site_copy.xml = NULL;
+    if (nt->site_copy.xml != NULL) {
+        save_sealed ("site-topology", nt->site_copy.xml, nt->site_copy.len, nt->site_copy.key);
+        free (nt->site_copy.xml);
+        nt->site_copy.xml = NULL;
+    }
+    if (nt->loaded && (nt->source == TOPO_LIVE || nt->source == TOPO_LIVE_IO))
+        save_live (&nt->topo, nt->source == TOPO_LIVE_IO);
 }

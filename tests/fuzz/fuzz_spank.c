@@ -1,9 +1,9 @@
 /* fuzz_spank.c - the plugin's slurmstepd path end to end: slurm_spank_init
  * with the admin's plugstack arguments, the --dist-train callback,
  * init_post_opt, user_init, then task_init_privileged, task_init and
- * task_exit for each local task, against the stand-in slurmstepd of
- * spank_standin.c.  The spank/ and libdist/ sources are compiled in; no
- * Slurm runs.
+ * task_exit for each local task, and slurm_spank_exit, against the stand-in
+ * slurmstepd of spank_standin.c.  The spank/ and libdist/ sources are linked
+ * in; no Slurm runs.
  *
  * Input: one directive a line (values may hold \n, \r, \t, \e, \\):
  *   arg KEY=VALUE        a plugstack.conf argument
@@ -139,7 +139,6 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
     int nexpect = 0, ntaskenv = 0;
     bool option = false;
     int ac = 0, exittask = 0, t;
-    struct dist_train parent;
 
     standin_reset ();
     snprintf (topology, sizeof (topology), "%s/minicluster-4gpu.xml", FUZZ_TOPOLOGY_DIR);
@@ -194,10 +193,9 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
             (void) standin_option->cb (standin_option->val, spec, 1);
         (void) slurm_spank_init_post_opt (sp, ac, av);
         FUZZ_CHECK (slurm_spank_user_init (sp, ac, av) == 0);
-        /* each task in its own process: its own copy of the plugin's state
-         * and of the environment */
+        /* each task in its own process: its own copy of the environment (the
+         * plugin's state is the node's, which task_init only reads) */
         standin_env_save ();
-        parent = dist_train;
         for (t = 0; t < (int) standin_items.local; t++) {
             standin_items.task = t;
             (void) slurm_spank_task_init_privileged (sp, ac, av);
@@ -220,7 +218,6 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
                 FUZZ_CHECK (got != NULL && strcmp (got, eq + 1) == 0);
                 *eq = '=';
             }
-            dist_train = parent;
             standin_env_restore ();
         }
         /* back in slurmstepd, each task ends */
@@ -232,12 +229,9 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
             standin_items.exit_status = status;
         }
         standin_items.task = -1;
+        /* the step ends: slurmstepd lets go of the node's state (leaks show) */
+        (void) slurm_spank_exit (sp, ac, av);
     }
-    standin_bind_release (standin_items.local);
-    standin_failfast_release ();
-    free (dist_train.tf_config);
-    dist_train.tf_config = NULL;
-    dist_train_container_release ();
     standin_reset ();
     unsetenv ("HWLOC_XMLFILE");
     while (ac > 0)

@@ -101,16 +101,20 @@ tests/fuzz/fuzz_doctor: $(FUZZ_SRC_doctor) $(FUZZ_DEPS) $(srcdir)/tools/doctor.h
 		$(srcdir)/tools/doctor_auth.h
 	$(FUZZ_BUILD) $(CRYPTO_CFLAGS) $(FUZZ_SRC_doctor) $(CRYPTO_LIBS)
 
-# The plugin's own sources with the stand-in slurmstepd.  bind.c, failfast.c
-# and network.c are compiled through tests/fuzz/spank_*.c, which send their
-# affinity, stderr, sleeps and name lookups to the stand-in and release what
-# slurmstepd keeps until it exits; the topology is a file of the tree.
+# The plugin's own sources, linked as they are, with the stand-in slurmstepd:
+# the link's --wrap sends their name look-ups and CPU affinity to the
+# stand-in, which also takes spank/forward.c's place (the step's stderr); the
+# topology is a file of the tree.  (Make check's replay lists the same files.)
+FUZZ_SPANK_PLUGIN = spank/compat.c spank/plugin.c spank/local.c spank/option.c \
+	spank/remote.c spank/master.c spank/report.c spank/layout.c spank/container.c \
+	spank/topocache.c spank/bind.c spank/failfast.c spank/network.c
+FUZZ_SPANK_WRAP = -Wl,--wrap=getaddrinfo,--wrap=freeaddrinfo,--wrap=sched_setaffinity
 FUZZ_SRC_spank = $(srcdir)/tests/fuzz/fuzz_spank.c $(srcdir)/tests/fuzz/spank_standin.c \
 	$(srcdir)/spank/compat.c $(srcdir)/spank/plugin.c $(srcdir)/spank/local.c \
-	$(srcdir)/spank/option.c $(srcdir)/spank/remote.c $(srcdir)/spank/layout.c \
-	$(srcdir)/spank/container.c \
-	$(srcdir)/spank/topocache.c $(srcdir)/tests/fuzz/spank_bind.c \
-	$(srcdir)/tests/fuzz/spank_failfast.c $(srcdir)/tests/fuzz/spank_network.c \
+	$(srcdir)/spank/option.c $(srcdir)/spank/remote.c $(srcdir)/spank/master.c \
+	$(srcdir)/spank/report.c $(srcdir)/spank/layout.c $(srcdir)/spank/container.c \
+	$(srcdir)/spank/topocache.c $(srcdir)/spank/bind.c $(srcdir)/spank/failfast.c \
+	$(srcdir)/spank/network.c $(srcdir)/libdist/io.c \
 	$(srcdir)/libdist/address.c $(srcdir)/libdist/bind.c $(srcdir)/libdist/config.c \
 	$(srcdir)/libdist/env.c $(srcdir)/libdist/handover.c \
 	$(srcdir)/libdist/layout.c $(srcdir)/libdist/port.c $(srcdir)/libdist/ranges.c \
@@ -120,9 +124,8 @@ FUZZ_SPANK_FLAGS = $(SLURM_CPPFLAGS) \
 	-DFUZZ_TOPOLOGY_DIR='"$(abs_top_srcdir)/tests/topologies"' \
 	-DDIST_TRAIN_CACHE_DIR='"/tmp/fuzz_spank_cache"'
 tests/fuzz/fuzz_spank: $(FUZZ_SRC_spank) $(FUZZ_DEPS) $(srcdir)/tests/fuzz/spank_standin.h \
-		$(srcdir)/spank/dist_train.h $(srcdir)/spank/compat.h $(srcdir)/spank/bind.c \
-		$(srcdir)/spank/failfast.c $(srcdir)/spank/network.c
-	$(FUZZ_BUILD) $(FUZZ_SPANK_FLAGS) $(FUZZ_SRC_spank) $(HWLOC_LIBS)
+		$(srcdir)/spank/dist_train.h $(srcdir)/spank/compat.h
+	$(FUZZ_BUILD) $(FUZZ_SPANK_FLAGS) $(FUZZ_SRC_spank) $(HWLOC_LIBS) $(FUZZ_SPANK_WRAP)
 
 CLEANFILES += $(FUZZ_HARNESSES)
 
@@ -133,18 +136,13 @@ if HAVE_CMOCKA
 check_PROGRAMS += tests/fuzz/test_fuzz_regressions
 tests_fuzz_test_fuzz_regressions_SOURCES = tests/unit/test_fuzz_regressions.c \
 	tests/fuzz/fuzz_spank.c tests/fuzz/spank_standin.c tests/fuzz/spank_standin.h \
-	tests/fuzz/fuzz.h \
-	spank/compat.c spank/plugin.c spank/local.c spank/option.c spank/remote.c \
-	spank/container.c spank/layout.c spank/topocache.c tests/fuzz/spank_bind.c \
-	tests/fuzz/spank_failfast.c tests/fuzz/spank_network.c $(LIBDIST_SOURCES)
+	tests/fuzz/fuzz.h $(FUZZ_SPANK_PLUGIN) $(LIBDIST_SOURCES)
 tests_fuzz_test_fuzz_regressions_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DFUZZ_TOPOLOGY_DIR='"$(abs_top_srcdir)/tests/topologies"' \
 	-DDIST_TRAIN_CACHE_DIR='"/tmp/fuzz_spank_cache"' -DFUZZ_SPANK_EXPECT
 tests_fuzz_test_fuzz_regressions_CFLAGS = $(UNIT_COMPILEFLAGS)
-tests_fuzz_test_fuzz_regressions_LDFLAGS = $(UNIT_LINKFLAGS)
+tests_fuzz_test_fuzz_regressions_LDFLAGS = $(UNIT_LINKFLAGS) $(FUZZ_SPANK_WRAP)
 tests_fuzz_test_fuzz_regressions_LDADD = $(UNIT_LINKLIBS) $(HWLOC_LIBS)
-EXTRA_tests_fuzz_test_fuzz_regressions_DEPENDENCIES = $(srcdir)/spank/bind.c \
-	$(srcdir)/spank/failfast.c $(srcdir)/spank/network.c
 endif
 
 EXTRA_DIST += \
@@ -166,8 +164,5 @@ EXTRA_DIST += \
 	tests/fuzz/fuzz_spank.c \
 	tests/fuzz/spank_standin.c \
 	tests/fuzz/spank_standin.h \
-	tests/fuzz/spank_bind.c \
-	tests/fuzz/spank_failfast.c \
-	tests/fuzz/spank_network.c \
 	tests/fuzz/seal-topology \
 	tests/fuzz/corpus

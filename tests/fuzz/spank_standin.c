@@ -1,6 +1,7 @@
 /* spank_standin.c - the SPANK calls, Slurm's hostlist and name resolution
- * for fuzz_spank (see spank_standin.h), and the system calls that
- * spank_bind.c, spank_failfast.c and spank_network.c send here.  Every message the plugin logs is
+ * for fuzz_spank (see spank_standin.h): the plugin's files are linked as they
+ * are, with the link's --wrap sending their name look-ups and CPU affinity
+ * here, and spank/forward.c replaced by the step's stderr below.  Every message the plugin logs is
  * formatted, so a bad format or argument is caught; messages for slurmd's
  * log must be one printable line. */
 #define _GNU_SOURCE
@@ -498,7 +499,7 @@ void slurm_hostlist_destroy (dt_hostlist_t hl)
     free (hl);
 }
 
-/* ---- name resolution (spank_network.c's getaddrinfo) --------------------- */
+/* ---- name resolution (network.c's getaddrinfo, by the link's --wrap) ---- */
 
 struct host {
     char *name;
@@ -540,13 +541,15 @@ static struct addrinfo *entry (const char *addr)
     return ai;
 }
 
-int standin_getaddrinfo (const char *node, const char *service, const struct addrinfo *hints,
-                      struct addrinfo **res);
-void standin_freeaddrinfo (struct addrinfo *res);
+/* (the link's --wrap=getaddrinfo,--wrap=freeaddrinfo: the plugin's look-ups come here,
+ * never to DNS) */
+int __wrap_getaddrinfo (const char *node, const char *service, const struct addrinfo *hints,
+                        struct addrinfo **res);
+void __wrap_freeaddrinfo (struct addrinfo *res);
 
 /* A numeric address is itself; a name is what the input said, else unknown. */
-int standin_getaddrinfo (const char *node, const char *service, const struct addrinfo *hints,
-                      struct addrinfo **res)
+int __wrap_getaddrinfo (const char *node, const char *service, const struct addrinfo *hints,
+                        struct addrinfo **res)
 {
     struct addrinfo *list = NULL, **tail = &list;
     char *copy, *addr, *save = NULL;
@@ -570,7 +573,7 @@ int standin_getaddrinfo (const char *node, const char *service, const struct add
     return 0;
 }
 
-void standin_freeaddrinfo (struct addrinfo *res)
+void __wrap_freeaddrinfo (struct addrinfo *res)
 {
     while (res != NULL) {
         struct addrinfo *next = res->ai_next;
@@ -580,47 +583,28 @@ void standin_freeaddrinfo (struct addrinfo *res)
     }
 }
 
-/* spank_bind.c's sched_setaffinity: binding is planned and exported, never
- * applied to the fuzzer itself. */
-int standin_sched_setaffinity (pid_t pid, size_t size, const cpu_set_t *mask);
-int standin_sched_setaffinity (pid_t pid, size_t size, const cpu_set_t *mask)
+/* (the link's --wrap=sched_setaffinity) binding is planned and exported, never applied to
+ * the fuzzer itself. */
+int __wrap_sched_setaffinity (pid_t pid, size_t size, const cpu_set_t *mask);
+int __wrap_sched_setaffinity (pid_t pid, size_t size, const cpu_set_t *mask)
 {
     (void) pid, (void) size, (void) mask;
     return 0;
 }
 
-/* spank_failfast.c's write (only ever to the step's stderr) and usleep. */
-ssize_t standin_stderr_write (int fd, const void *buf, size_t len);
-ssize_t standin_stderr_write (int fd, const void *buf, size_t len)
+/* spank/forward.c's place: the step's stderr takes every line at once, and nothing
+ * sleeps. */
+bool dist_train_stderr_line (const char *msg, size_t len)
 {
-    FUZZ_CHECK (fd == STDERR_FILENO && len > 0 && ((const char *) buf)[len - 1] == '\n');
+    FUZZ_CHECK (len > 0 && msg[len - 1] == '\n');
     if (tracing ())
-        fprintf (stderr, "stderr: %.*s", (int) len, (const char *) buf);
-    return (ssize_t) len;
+        fprintf (stderr, "stderr: %.*s", (int) len, msg);
+    return true;
 }
 
-int standin_stderr_fstat (int fd, struct stat *sb);
-int standin_stderr_fstat (int fd, struct stat *sb)
+void dist_train_wait_forwarded (int fd)
 {
     FUZZ_CHECK (fd == STDERR_FILENO);
-    memset (sb, 0, sizeof (*sb));
-    sb->st_mode = S_IFCHR | 0620;
-    return 0;
-}
-
-int standin_stderr_poll (struct pollfd *fds, nfds_t nfds, int timeout);
-int standin_stderr_poll (struct pollfd *fds, nfds_t nfds, int timeout)
-{
-    FUZZ_CHECK (nfds == 1 && fds[0].fd == STDERR_FILENO && timeout == 0);
-    fds[0].revents = POLLOUT;
-    return 1;
-}
-
-int standin_usleep (useconds_t usec);
-int standin_usleep (useconds_t usec)
-{
-    (void) usec;
-    return 0;
 }
 
 void standin_reset (void)

@@ -42,8 +42,6 @@ void standin_trace_env (const char *when);
 /* After each input: what slurmstepd would keep until it exits (the node's
  * binding plan of ntasks tasks, spank/bind.c; fail fast's "reported",
  * spank/failfast.c). */
-void standin_bind_release (uint32_t ntasks);
-void standin_failfast_release (void);
 
 /* What a name resolves to ("10.1.0.1,fd00::1"), for getaddrinfo. */
 void standin_add_host (const char *name, const char *addrs);

@@ -25,9 +25,9 @@
 
 #include "spank/dist_train.h"
 
-/* The plugin's state in slurmstepd, as user_init leaves it for a step that
- * srun armed fail fast for. */
-struct dist_train dist_train;
+/* A node's fail fast, as user_init leaves it for a step that srun armed
+ * fail fast for. */
+static struct failfast ff;
 
 static int task_status;     /* the wait status task_exit is given */
 static uint32_t task_rank;
@@ -85,7 +85,7 @@ static double task_exit_in_child (int stderr_fd, uint32_t rank, int status)
             _exit (90);
         task_status = status;
         task_rank = rank;
-        _exit (dist_train_remote_task_exit (NULL) == 0 ? 0 : 91);
+        _exit (dist_failfast_task_exit (NULL, &ff) == 0 ? 0 : 91);
     }
     while (now () - start < 5.0 && (done = waitpid (pid, &wstatus, WNOHANG)) == 0)
         usleep (10000);
@@ -113,13 +113,11 @@ static void drain (int fd, char *buf, size_t size)
 static int setup (void **state)
 {
     (void) state;
-    memset (&dist_train, 0, sizeof (dist_train));
-    dist_train.active = true;
-    dist_train.have_srun = true;
-    dist_train.srun.fail_fast = true;
-    dist_train.step.job_id = 42;
-    dist_train.step.step_id = 0;
-    snprintf (dist_train.node_name, sizeof (dist_train.node_name), "node7");
+    memset (&ff, 0, sizeof (ff));
+    ff.armed = true;
+    ff.job_id = 42;
+    ff.step_id = 0;
+    snprintf (ff.node_name, sizeof (ff.node_name), "node7");
     return 0;
 }
 

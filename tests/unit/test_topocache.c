@@ -43,7 +43,30 @@
 #include "spank/dist_train.h"
 #include "libdist/topo.h"
 
-struct dist_train dist_train;
+/* The settings: topology= is the site's file. */
+static struct dist_config cfg;
+
+/* A step's load of its node's topology. */
+struct load {
+    struct node_topology *nt;
+    const struct dist_topo *t; /* NULL when it failed */
+};
+
+/* Load as a step does: where the topology came from, TOPO_NONE when it failed. */
+static enum topo_source load (struct load *l, bool need_io, char *err, size_t errsz)
+{
+    if ((l->nt = dist_topology_new (&cfg)) == NULL)
+        return TOPO_NONE;
+    l->t = dist_topology_load (l->nt, need_io, err, errsz);
+    return l->t != NULL ? dist_topology_source (l->nt) : TOPO_NONE;
+}
+
+static void unload (struct load *l)
+{
+    dist_topology_free (l->nt);
+    l->nt = NULL;
+    l->t = NULL;
+}
 
 void slurm_verbose (const char *format, ...)
 {
@@ -207,7 +230,7 @@ enum { CHILD_OK, CHILD_JOIN, CHILD_AFFINITY, CHILD_LOAD, CHILD_SAVE };
 static int child_saves_cache (void)
 {
     char pid[32], err[DIST_ERR_MAX];
-    struct dist_topo t;
+    struct load t;
     cpu_set_t mask;
 
     alarm (30);
@@ -218,10 +241,10 @@ static int child_saves_cache (void)
     if (sched_getaffinity (0, sizeof (mask), &mask) < 0 || CPU_COUNT (&mask) != 1
         || !CPU_ISSET (cg.cpu, &mask))
         return CHILD_AFFINITY;
-    if (dist_train_topology_load (&t, false, err, sizeof (err)) != TOPO_LIVE)
+    if (load (&t, false, err, sizeof (err)) != TOPO_LIVE)
         return CHILD_LOAD;
-    dist_train_topology_save (&t, false);
-    dist_topo_destroy (&t);
+    dist_topology_save (t.nt);
+    unload (&t);
     if (access (OURS, F_OK) < 0)
         return CHILD_SAVE;
     return CHILD_OK;
@@ -231,7 +254,8 @@ static void test_cache_saved_in_a_cpuset_holds_every_cpu (void **state)
 {
     const char *what[] = {"ok", "cannot join the cpuset", "the cpuset did not narrow the affinity",
                           "the live load failed", "the cache was not written"};
-    struct dist_topo live, cached;
+    struct dist_topo live;
+    struct load cached;
     char err[DIST_ERR_MAX], a[256], b[256];
     bool same, all_allowed;
     int status;
@@ -252,15 +276,15 @@ static void test_cache_saved_in_a_cpuset_holds_every_cpu (void **state)
                   WEXITSTATUS (status) < 5 ? what[WEXITSTATUS (status)] : "unknown status");
 
     /* a later step, outside that cpuset: reads the cache, sees the machine */
-    assert_int_equal (dist_train_topology_load (&cached, false, err, sizeof (err)), TOPO_CACHE);
+    assert_int_equal (load (&cached, false, err, sizeof (err)), TOPO_CACHE);
     assert_int_equal (dist_topo_load (&live, NULL, DIST_TOPO_WHOLE_MACHINE, err, sizeof (err)), 0);
-    same = hwloc_bitmap_isequal (hwloc_topology_get_topology_cpuset (cached.topo),
+    same = hwloc_bitmap_isequal (hwloc_topology_get_topology_cpuset (cached.t->topo),
                                  hwloc_topology_get_topology_cpuset (live.topo));
-    all_allowed = hwloc_bitmap_isequal (hwloc_topology_get_allowed_cpuset (cached.topo),
-                                        hwloc_topology_get_topology_cpuset (cached.topo));
-    hwloc_bitmap_list_snprintf (a, sizeof (a), hwloc_topology_get_topology_cpuset (cached.topo));
+    all_allowed = hwloc_bitmap_isequal (hwloc_topology_get_allowed_cpuset (cached.t->topo),
+                                        hwloc_topology_get_topology_cpuset (cached.t->topo));
+    hwloc_bitmap_list_snprintf (a, sizeof (a), hwloc_topology_get_topology_cpuset (cached.t->topo));
     hwloc_bitmap_list_snprintf (b, sizeof (b), hwloc_topology_get_topology_cpuset (live.topo));
-    dist_topo_destroy (&cached);
+    unload (&cached);
     dist_topo_destroy (&live);
     if (!same)
         fail_msg ("the cache saved in cpuset %d holds CPUs %s, the machine has %s", cg.cpu, a, b);
@@ -309,11 +333,11 @@ static void empty_cache (void)
 static void load_and_save (void)
 {
     char err[DIST_ERR_MAX];
-    struct dist_topo t;
+    struct load t;
 
-    assert_int_not_equal (dist_train_topology_load (&t, false, err, sizeof (err)), TOPO_NONE);
-    dist_train_topology_save (&t, false);
-    dist_topo_destroy (&t);
+    assert_int_not_equal (load (&t, false, err, sizeof (err)), TOPO_NONE);
+    dist_topology_save (t.nt);
+    unload (&t);
 }
 
 static int fresh_cache (void **state)
@@ -321,7 +345,7 @@ static int fresh_cache (void **state)
     (void) state;
     empty_cache ();
     logged[0] = '\0';
-    dist_train.cfg.topology[0] = '\0';
+    dist_config_init (&cfg);
     unsetenv ("HWLOC_XMLFILE");
     return 0;
 }
@@ -332,7 +356,7 @@ static int fresh_cache (void **state)
 static void test_environment_never_written (void **state)
 {
     char **before = environ, **copy, line[512], err[DIST_ERR_MAX];
-    struct dist_topo t;
+    struct load t;
     bool opencl = false;
     size_t n = 0, i;
     FILE *maps;
@@ -343,13 +367,13 @@ static void test_environment_never_written (void **state)
     copy = calloc (n + 1, sizeof (*copy));
     assert_non_null (copy);
     memcpy (copy, before, n * sizeof (*copy));
-    assert_int_not_equal (dist_train_topology_load (&t, false, err, sizeof (err)), TOPO_NONE);
+    assert_int_not_equal (load (&t, false, err, sizeof (err)), TOPO_NONE);
     /* (the plugins are loaded while t lives) */
     assert_non_null (maps = fopen ("/proc/self/maps", "re"));
     while (fgets (line, sizeof (line), maps) != NULL)
         opencl = opencl || strstr (line, "hwloc_opencl") != NULL;
     fclose (maps);
-    dist_topo_destroy (&t);
+    unload (&t);
     if (environ != before)
         fail_msg ("the load replaced the environment's array (setenv in slurmstepd)");
     for (i = 0; i <= n; i++)
@@ -364,7 +388,6 @@ static void test_environment_never_written (void **state)
 static void test_cache_named_by_slurmd (void **state)
 {
     (void) state;
-    snprintf (dist_train.node_name, sizeof (dist_train.node_name), "user-chosen-name");
     load_and_save ();
     assert_int_equal (access (OURS, F_OK), 0);
     assert_int_equal (others_in_cache ("topology-testnode.xml"), 0);
@@ -457,7 +480,7 @@ static void test_cache_dir_bounded (void **state)
 static void test_live_io_after_cache (void **state)
 {
     char err[DIST_ERR_MAX];
-    struct dist_topo t;
+    struct load t;
     DIR *d = opendir ("/sys/bus/pci/devices");
     struct dirent *de;
     int devices = 0;
@@ -470,16 +493,16 @@ static void test_live_io_after_cache (void **state)
     if (devices == 0)
         skip ();
     load_and_save ();
-    assert_int_equal (dist_train_topology_load (&t, false, err, sizeof (err)), TOPO_CACHE);
-    dist_topo_destroy (&t);
+    assert_int_equal (load (&t, false, err, sizeof (err)), TOPO_CACHE);
+    unload (&t);
     /* (a cache without I/O devices does not serve a load that needs them) */
-    assert_int_equal (dist_train_topology_load (&t, true, err, sizeof (err)), TOPO_LIVE_IO);
-    assert_non_null (hwloc_get_next_pcidev (t.topo, NULL));
-    dist_topo_destroy (&t);
+    assert_int_equal (load (&t, true, err, sizeof (err)), TOPO_LIVE_IO);
+    assert_non_null (hwloc_get_next_pcidev (t.t->topo, NULL));
+    unload (&t);
     /* and the cache again, without them */
-    assert_int_equal (dist_train_topology_load (&t, false, err, sizeof (err)), TOPO_CACHE);
-    assert_null (hwloc_get_next_pcidev (t.topo, NULL));
-    dist_topo_destroy (&t);
+    assert_int_equal (load (&t, false, err, sizeof (err)), TOPO_CACHE);
+    assert_null (hwloc_get_next_pcidev (t.t->topo, NULL));
+    unload (&t);
 }
 
 /* A FUSE file system that never answers, mounted on dir: every look-up under it waits. */
@@ -523,17 +546,16 @@ static double now_s (void)
  * alarm, which fails the test.  The source and the message. */
 static enum topo_source bounded_load (char *err, size_t errsz, double *took)
 {
-    struct dist_topo t;
+    struct load t;
     enum topo_source source;
     double t0 = now_s ();
 
     dist_topo_file_timeout_ms = 500;
     alarm (20);
-    source = dist_train_topology_load (&t, true, err, errsz);
+    source = load (&t, true, err, errsz);
     alarm (0);
     *took = now_s () - t0;
-    if (source != TOPO_NONE)
-        dist_topo_destroy (&t);
+    unload (&t);
     dist_topo_file_timeout_ms = 30000;
     return source;
 }
@@ -566,7 +588,7 @@ static void test_site_file_on_a_hung_mount (void **state)
     (void) state;
     if (!mount_hung ("/run/hung"))
         skip ();
-    snprintf (dist_train.cfg.topology, sizeof (dist_train.cfg.topology), "/run/hung/node.xml");
+    snprintf (cfg.topology, sizeof (cfg.topology), "/run/hung/node.xml");
     expect_stopped ("topology=/run/hung/node.xml: reading it took longer than 0.5 s");
 }
 
@@ -585,7 +607,7 @@ static void test_site_file_fifo (void **state)
 {
     (void) state;
     assert_int_equal (mkfifo ("/run/dist-train-test.fifo", 0600), 0);
-    snprintf (dist_train.cfg.topology, sizeof (dist_train.cfg.topology),
+    snprintf (cfg.topology, sizeof (cfg.topology),
               "/run/dist-train-test.fifo");
     expect_stopped ("topology=/run/dist-train-test.fifo: it is not a regular file");
 }
@@ -595,20 +617,20 @@ static void test_hwloc_xmlfile_checked_copy (void **state)
 {
     const char *dir = getenv ("TOPOLOGY_DIR");
     char err[DIST_ERR_MAX], xml[PATH_MAX];
-    struct dist_topo t;
+    struct load t;
 
     (void) state;
     snprintf (xml, sizeof (xml), "%s/minicluster-4gpu.xml", dir != NULL ? dir : "tests/topologies");
     setenv ("HWLOC_XMLFILE", xml, 1);
-    if (dist_train_topology_load (&t, true, err, sizeof (err)) != TOPO_SITE_FILE)
+    if (load (&t, true, err, sizeof (err)) != TOPO_SITE_FILE)
         fail_msg ("HWLOC_XMLFILE=%s: %s", xml, err);
-    assert_int_equal (t.ngpus, 4);
-    dist_topo_destroy (&t);
-    dist_train_topology_save_site ();
+    assert_int_equal (t.t->ngpus, 4);
+    dist_topology_save (t.nt);
+    unload (&t);
     assert_int_equal (access (CACHE "/site-topology-testnode.xml", F_OK), 0);
-    assert_int_equal (dist_train_topology_load (&t, true, err, sizeof (err)), TOPO_SITE_COPY);
-    assert_int_equal (t.ngpus, 4);
-    dist_topo_destroy (&t);
+    assert_int_equal (load (&t, true, err, sizeof (err)), TOPO_SITE_COPY);
+    assert_int_equal (t.t->ngpus, 4);
+    unload (&t);
     unsetenv ("HWLOC_XMLFILE");
 }
 
