@@ -45,7 +45,8 @@ struct dist_var {
 };
 
 /* Fill out[] with the variables of a profile for one task and return how
- * many (at most DIST_ENV_MAX): the generic ones every profile sets (RANK,
+ * many (fewer than DIST_ENV_MAX: env.c fails to compile if a profile could
+ * set more, so none is ever dropped): the generic ones every profile sets (RANK,
  * sizes, MASTER_ADDR/PORT, OMP_NUM_THREADS, interfaces), then the profile's
  * own.  Variables with no value (an unknown interface) are left out. */
 size_t dist_env_build (enum dist_profile profile, const struct dist_step *step,
