@@ -85,13 +85,11 @@ char *dist_read_file (const char *path, size_t max, enum dist_file_owner owner, 
         errno = EACCES;
         goto fail;
     }
-    if (st.st_size > 0 && (size_t) st.st_size > max) {
-        errno = EFBIG;
-        goto fail;
-    }
-    /* /proc's files say size 0: they get the whole bound; a file that grows
-     * while it is read is refused (EFBIG) rather than read in part */
-    if (st.st_size > 0)
+    /* The size in stat only narrows the bound, never refuses by itself: /proc's
+     * files say 0 and /sys's a page, whatever their text, so the read decides
+     * (EFBIG past the bound).  A file that grows while it is read is refused
+     * rather than read in part. */
+    if (st.st_size > 0 && (size_t) st.st_size < max)
         max = (size_t) st.st_size;
     if ((text = malloc (max + 1)) == NULL || (n = dist_read_all (fd, text, max + 1)) < 0)
         goto fail;
