@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "io.h"
 #include "topo.h"
 
 #define EXPORT_MAX (64 << 20)
@@ -38,26 +39,12 @@ void (*dist_topo_file_child_prepare) (void);
 
 static const int fatal[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS};
 
-static int write_all (int fd, const char *buf, size_t len)
-{
-    size_t off = 0;
-    ssize_t n;
-
-    while (off < len) {
-        n = write (fd, buf + off, len - off);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        off += (size_t) n;
-    }
-    return 0;
-}
-
 /* In the child: "1" + why it cannot go on, and exit. */
 static void child_refuses (int fd, const char *why)
 {
-    _exit (write_all (fd, "1", 1) < 0 || write_all (fd, why, strlen (why)) < 0 ? 2 : 1);
+    bool sent = dist_write_all (fd, "1", 1) == 0 && dist_write_all (fd, why, strlen (why)) == 0;
+
+    _exit (sent ? 1 : 2);
 }
 
 /* In the child: "I dev ino size sec nsec\n" and, when asked to go on ('L'), "0" + XML or
@@ -96,7 +83,7 @@ static void child (int fd, const char *path, unsigned flags, bool ask)
         snprintf (line, sizeof (line), "I %llu %llu %lld %lld %ld\n",
                   (unsigned long long) st.st_dev, (unsigned long long) st.st_ino,
                   (long long) st.st_size, (long long) st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
-        if (write_all (fd, line, strlen (line)) < 0)
+        if (dist_write_all (fd, line, strlen (line)) < 0)
             _exit (2);
         while (read (fd, &go, 1) < 0 && errno == EINTR)
             ;
@@ -108,7 +95,7 @@ static void child (int fd, const char *path, unsigned flags, bool ask)
     if (hwloc_topology_export_xmlbuffer (t.topo, &xml, &len, 0) < 0 || len < 2)
         child_refuses (fd, "hwloc cannot export the topology it read");
     /* (len counts the NUL) */
-    if (write_all (fd, "0", 1) < 0 || write_all (fd, xml, (size_t) len - 1) < 0)
+    if (dist_write_all (fd, "0", 1) < 0 || dist_write_all (fd, xml, (size_t) len - 1) < 0)
         _exit (2);
     _exit (0);
 }
