@@ -115,20 +115,39 @@ static void four_ranks (struct doctor_rank *recs, struct doctor_layout *l)
     assert_int_equal (doctor_layout_build ("node[1-2]", "2(x2)", NULL, NULL, l), 0);
 }
 
-static void test_check_healthy (void **state)
-{
+/* Two nodes of two healthy ranks each (four_ranks), which a test changes and then checks. */
+struct step_check {
     struct doctor_rank recs[4];
     struct doctor_layout l;
     struct doctor_result res;
+};
 
-    four_ranks (recs, &l);
-    assert_int_equal (doctor_check (recs, 4, &l, &res), 0);
-    assert_true (doctor_result_ok (&res));
-    assert_int_equal (res.nnodes, 2);
-    assert_string_equal (res.node[1].ranks, "2-3");
-    assert_string_equal (res.node[1].ifnames, "eth0");
-    doctor_result_free (&res);
-    doctor_layout_free (&l);
+static int step_check_setup (void **state)
+{
+    struct step_check *c = calloc (1, sizeof (*c));
+
+    if (c == NULL)
+        return -1;
+    four_ranks (c->recs, &c->l);
+    *state = c;
+    return 0;
+}
+
+static int step_check_teardown (void **state)
+{
+    struct step_check *c = *state;
+
+    doctor_result_free (&c->res);
+    doctor_layout_free (&c->l);
+    free (c);
+    return 0;
+}
+
+/* doctor_check over the first n ranks' records. */
+static const struct doctor_result *check (struct step_check *c, size_t n)
+{
+    assert_int_equal (doctor_check (c->recs, n, &c->l, &c->res), 0);
+    return &c->res;
 }
 
 static bool has_problem (const struct doctor_result *res, const char *part)
@@ -139,93 +158,81 @@ static bool has_problem (const struct doctor_result *res, const char *part)
     return false;
 }
 
+static void test_check_healthy (void **state)
+{
+    const struct doctor_result *res = check (*state, 4);
+
+    assert_true (doctor_result_ok (res));
+    assert_int_equal (res->nnodes, 2);
+    assert_string_equal (res->node[1].ranks, "2-3");
+    assert_string_equal (res->node[1].ifnames, "eth0");
+}
+
 static void test_check_rank_twice (void **state)
 {
-    struct doctor_rank recs[4];
-    struct doctor_layout l;
-    struct doctor_result res;
+    struct step_check *c = *state;
+    const struct doctor_result *res;
 
-    four_ranks (recs, &l);
-    recs[2].rank = 1; /* task 2 exported RANK=1 */
-    assert_int_equal (doctor_check (recs, 4, &l, &res), 0);
-    assert_false (doctor_result_ok (&res));
-    assert_true (has_problem (&res, "rank 1 checked in 2 times: from node1 (task 1), node2 "
-                                    "(task 2)"));
-    assert_true (has_problem (&res, "node2: rank 2 never checked in"));
-    doctor_result_free (&res);
-    doctor_layout_free (&l);
+    c->recs[2].rank = 1; /* task 2 exported RANK=1 */
+    res = check (c, 4);
+    assert_false (doctor_result_ok (res));
+    assert_true (has_problem (res, "rank 1 checked in 2 times: from node1 (task 1), node2 "
+                                   "(task 2)"));
+    assert_true (has_problem (res, "node2: rank 2 never checked in"));
 }
 
 static void test_check_wrong_node (void **state)
 {
-    struct doctor_rank recs[4];
-    struct doctor_layout l;
-    struct doctor_result res;
+    struct step_check *c = *state;
+    const struct doctor_result *res;
 
-    four_ranks (recs, &l);
-    strcpy (recs[3].node, "node9");
-    assert_int_equal (doctor_check (recs, 4, &l, &res), 0);
-    assert_false (doctor_result_ok (&res));
-    assert_true (has_problem (&res, "rank 3 checked in from node9 (task 3), but Slurm's layout "
-                                    "puts it on node2"));
-    assert_int_equal (res.nnodes, 3);
-    doctor_result_free (&res);
-    doctor_layout_free (&l);
+    strcpy (c->recs[3].node, "node9");
+    res = check (c, 4);
+    assert_false (doctor_result_ok (res));
+    assert_true (has_problem (res, "rank 3 checked in from node9 (task 3), but Slurm's layout "
+                                   "puts it on node2"));
+    assert_int_equal (res->nnodes, 3);
 }
 
 static void test_check_missing_node (void **state)
 {
-    struct doctor_rank recs[4];
-    struct doctor_layout l;
-    struct doctor_result res;
+    const struct doctor_result *res = check (*state, 2);
 
-    four_ranks (recs, &l);
-    assert_int_equal (doctor_check (recs, 2, &l, &res), 0);
-    assert_false (doctor_result_ok (&res));
-    assert_true (has_problem (&res, "node2: ranks 2-3 never checked in"));
-    assert_string_equal (res.node[1].missing, "2-3");
-    doctor_result_free (&res);
-    doctor_layout_free (&l);
+    assert_false (doctor_result_ok (res));
+    assert_true (has_problem (res, "node2: ranks 2-3 never checked in"));
+    assert_string_equal (res->node[1].missing, "2-3");
 }
 
 static void test_check_disagreements (void **state)
 {
-    struct doctor_rank recs[4];
-    struct doctor_layout l;
-    struct doctor_result res;
+    struct step_check *c = *state;
+    const struct doctor_result *res;
 
-    four_ranks (recs, &l);
-    recs[3].world_size = 5;
-    strcpy (recs[3].master_port, "29501");
-    recs[3].local_rank = 0; /* twice on node2 */
-    strcpy (recs[1].visible, "0"); /* both ranks of node1 on GPU 0 */
-    strcpy (recs[2].cpus, "0-3"); /* node2: 0-3 and 1-2 overlap */
-    strcpy (recs[3].cpus, "1-2");
-    assert_int_equal (doctor_check (recs, 4, &l, &res), 0);
-    assert_true (has_problem (&res, "WORLD_SIZE=5 (rank 0 has 4) on rank 3 on node2"));
-    assert_true (has_problem (&res, "MASTER_PORT=29501 (rank 0 has 29500) on rank 3 on node2"));
-    assert_true (has_problem (&res, "node2: ranks 2 and 3 both have LOCAL_RANK=0"));
-    assert_true (has_problem (&res, "node1: ranks 0 and 1 both use GPU 0"));
-    assert_true (has_problem (&res, "node2: ranks 2 and 3 are bound to overlapping CPUs"));
-    doctor_result_free (&res);
-    doctor_layout_free (&l);
+    c->recs[3].world_size = 5;
+    strcpy (c->recs[3].master_port, "29501");
+    c->recs[3].local_rank = 0; /* twice on node2 */
+    strcpy (c->recs[1].visible, "0"); /* both ranks of node1 on GPU 0 */
+    strcpy (c->recs[2].cpus, "0-3"); /* node2: 0-3 and 1-2 overlap */
+    strcpy (c->recs[3].cpus, "1-2");
+    res = check (c, 4);
+    assert_true (has_problem (res, "WORLD_SIZE=5 (rank 0 has 4) on rank 3 on node2"));
+    assert_true (has_problem (res, "MASTER_PORT=29501 (rank 0 has 29500) on rank 3 on node2"));
+    assert_true (has_problem (res, "node2: ranks 2 and 3 both have LOCAL_RANK=0"));
+    assert_true (has_problem (res, "node1: ranks 0 and 1 both use GPU 0"));
+    assert_true (has_problem (res, "node2: ranks 2 and 3 are bound to overlapping CPUs"));
 }
 
 static void test_check_planned_share (void **state)
 {
-    struct doctor_rank recs[4];
-    struct doctor_layout l;
-    struct doctor_result res;
+    struct step_check *c = *state;
+    const struct doctor_result *res;
 
-    four_ranks (recs, &l);
     /* more ranks than GPUs: the plugin's plan puts two ranks on one GPU */
     for (int i = 0; i < 4; i++)
-        strcpy (recs[i].gpus, "0000:3b:00.0");
-    assert_int_equal (doctor_check (recs, 4, &l, &res), 0);
-    assert_true (doctor_result_ok (&res));
-    assert_non_null (strstr (res.node[0].note, "GPUs shared as planned"));
-    doctor_result_free (&res);
-    doctor_layout_free (&l);
+        strcpy (c->recs[i].gpus, "0000:3b:00.0");
+    res = check (c, 4);
+    assert_true (doctor_result_ok (res));
+    assert_non_null (strstr (res->node[0].note, "GPUs shared as planned"));
 }
 
 /* 512 healthy ranks on 64 nodes: 64 node lines and the verdict. */
@@ -431,12 +438,13 @@ int main (void)
         cmocka_unit_test (test_layout),
         cmocka_unit_test (test_wire_roundtrip),
         cmocka_unit_test (test_wire_hostile),
-        cmocka_unit_test (test_check_healthy),
-        cmocka_unit_test (test_check_rank_twice),
-        cmocka_unit_test (test_check_missing_node),
-        cmocka_unit_test (test_check_wrong_node),
-        cmocka_unit_test (test_check_disagreements),
-        cmocka_unit_test (test_check_planned_share),
+#define STEP_CHECK(test) cmocka_unit_test_setup_teardown (test, step_check_setup, step_check_teardown)
+        STEP_CHECK (test_check_healthy),
+        STEP_CHECK (test_check_rank_twice),
+        STEP_CHECK (test_check_missing_node),
+        STEP_CHECK (test_check_wrong_node),
+        STEP_CHECK (test_check_disagreements),
+        STEP_CHECK (test_check_planned_share),
         cmocka_unit_test (test_report_fits),
         cmocka_unit_test (test_auth_exchange),
         cmocka_unit_test (test_auth_refusals),
