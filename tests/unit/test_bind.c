@@ -617,37 +617,10 @@ static void check_machine (const struct machine *m)
     dist_topo_destroy (&t);
 }
 
-static void test_nvidia_dgx2 (void **state)
+/* One test a machine, the machine its state (named in main). */
+static void test_machine (void **state)
 {
-    check_machine (&dgx2);
-}
-static void test_32em64t (void **state)
-{
-    check_machine (&e5_3gpu);
-}
-static void test_g4dnmetal (void **state)
-{
-    check_machine (&g4dn);
-}
-static void test_coral_lassen (void **state)
-{
-    check_machine (&lassen);
-}
-static void test_cts1_pascal (void **state)
-{
-    check_machine (&pascal);
-}
-static void test_dgxa100_like (void **state)
-{
-    check_machine (&dgxa100);
-}
-static void test_amd_like (void **state)
-{
-    check_machine (&amd);
-}
-static void test_minicluster (void **state)
-{
-    check_machine (&mini);
+    check_machine (*state);
 }
 
 /* ---- plans spelled out ------------------------------------------------ */
@@ -659,11 +632,40 @@ static void assert_cpus (hwloc_const_cpuset_t got, const char *want)
     assert_string_equal (buf, want);
 }
 
+/* The CPUs of ranks 0, 1, ... in order, as lists, up to a NULL. */
+static void assert_rank_cpus (const struct dist_bind_plan *p, ...)
+{
+    const char *want;
+    va_list ap;
+    int r = 0;
+
+    va_start (ap, p);
+    while ((want = va_arg (ap, const char *)) != NULL)
+        assert_cpus (p->rank[r++].cpuset, want);
+    va_end (ap);
+}
+
 static void all_gpus (const struct dist_topo *t, int *gpus)
 {
     int i;
     for (i = 0; i < t->ngpus; i++)
         gpus[i] = i;
+}
+
+/* The machine with every GPU the step's (PCI order), planned for ntasks ranks
+ * on all its CPUs: where most of the plans spelled out start. */
+static void plan_whole (const struct machine *m, struct dist_topo *t, int *gpus, int ngpus,
+                        int ntasks, struct dist_bind_plan *p)
+{
+    load (m, t);
+    all_gpus (t, gpus);
+    plan_ok (t, hwloc_topology_get_topology_cpuset (t->topo), gpus, ngpus, ntasks, p);
+}
+
+static void plan_done (struct dist_bind_plan *p, struct dist_topo *t)
+{
+    dist_bind_plan_free (p);
+    dist_topo_destroy (t);
 }
 
 /* GPU order is not NUMA order: rank r still lands on NUMA r, with the NIC
@@ -680,9 +682,7 @@ static void test_dgxa100_gpu_order (void **state)
     int gpus[DIST_GPUS_MAX], vis[DIST_GPUS_MAX], r;
     char cpus[32];
 
-    load (&dgxa100, &t);
-    all_gpus (&t, gpus);
-    plan_ok (&t, hwloc_topology_get_topology_cpuset (t.topo), gpus, 8, 8, &p);
+    plan_whole (&dgxa100, &t, gpus, 8, 8, &p);
     for (r = 0; r < 8; r++) {
         const struct dist_bind_rank *rk = &p.rank[r];
         assert_string_equal (t.gpu[gpus[p.order[rk->gpu_first]]].busid, want_gpu[r]);
@@ -694,8 +694,7 @@ static void test_dgxa100_gpu_order (void **state)
         assert_int_equal (dist_bind_visible (&p, r, false, vis), 8);
         assert_string_equal (t.gpu[gpus[vis[r]]].busid, want_gpu[r]);
     }
-    dist_bind_plan_free (&p);
-    dist_topo_destroy (&t);
+    plan_done (&p, &t);
 }
 
 /* Fewer ranks than GPUs: a rank's two GPUs lie on two NUMA nodes, and its
@@ -707,9 +706,7 @@ static void test_dgxa100_two_gpus_per_rank (void **state)
     int gpus[DIST_GPUS_MAX], r;
     char cpus[32], mems[16];
 
-    load (&dgxa100, &t);
-    all_gpus (&t, gpus);
-    plan_ok (&t, hwloc_topology_get_topology_cpuset (t.topo), gpus, 8, 4, &p);
+    plan_whole (&dgxa100, &t, gpus, 8, 4, &p);
     for (r = 0; r < 4; r++) {
         const struct dist_bind_rank *rk = &p.rank[r];
         assert_int_equal (rk->gpu_count, 2);
@@ -722,8 +719,7 @@ static void test_dgxa100_two_gpus_per_rank (void **state)
     /* one rank drives all eight GPUs: the whole machine */
     plan_ok (&t, hwloc_topology_get_topology_cpuset (t.topo), gpus, 8, 1, &p);
     assert_cpus (p.rank[0].cpuset, "0-255");
-    dist_bind_plan_free (&p);
-    dist_topo_destroy (&t);
+    plan_done (&p, &t);
 }
 
 /* NUMA 0 has room for one rank only: the others of its package take
@@ -743,10 +739,9 @@ static void test_dgxa100_package_fallback (void **state)
     check_plan (&dgxa100, &t, allowed, gpu, &p);
     for (r = 0; r < 4; r++)
         assert_true (hwloc_bitmap_isincluded (p.rank[r].cpuset, pkg0));
-    dist_bind_plan_free (&p);
     hwloc_bitmap_free (allowed);
     hwloc_bitmap_free (pkg0);
-    dist_topo_destroy (&t);
+    plan_done (&p, &t);
 }
 
 /* 1 GPU on NUMA 0, 2 on NUMA 1: the lone GPU's rank has its socket. */
@@ -756,23 +751,17 @@ static void test_32em64t_asymmetric (void **state)
     struct dist_bind_plan p;
     int gpus[DIST_GPUS_MAX];
 
-    load (&e5_3gpu, &t);
-    all_gpus (&t, gpus);
-    plan_ok (&t, hwloc_topology_get_topology_cpuset (t.topo), gpus, 3, 3, &p);
+    plan_whole (&e5_3gpu, &t, gpus, 3, 3, &p);
     assert_string_equal (t.gpu[p.order[0]].busid, "0000:03:00.0");
-    assert_cpus (p.rank[0].cpuset, "0-7,16-23");
-    assert_cpus (p.rank[1].cpuset, "8-11,24-27");
-    assert_cpus (p.rank[2].cpuset, "12-15,28-31");
+    assert_rank_cpus (&p, "0-7,16-23", "8-11,24-27", "12-15,28-31", NULL);
     assert_string_equal (t.nic[p.rank[1].nic].name, "mlx5_0");
     dist_bind_plan_free (&p);
     /* half: one rank on the lone GPU, the other on the pair */
     plan_ok (&t, hwloc_topology_get_topology_cpuset (t.topo), gpus, 3, 2, &p);
     assert_int_equal (p.rank[0].gpu_count, 1);
     assert_int_equal (p.rank[1].gpu_count, 2);
-    assert_cpus (p.rank[0].cpuset, "0-7,16-23");
-    assert_cpus (p.rank[1].cpuset, "8-15,24-31");
-    dist_bind_plan_free (&p);
-    dist_topo_destroy (&t);
+    assert_rank_cpus (&p, "0-7,16-23", "8-15,24-31", NULL);
+    plan_done (&p, &t);
 }
 
 /* Both GPUs on NUMA 0: the ranks divide NUMA 0, and when the step has only
@@ -787,8 +776,7 @@ static void test_cts1_pascal_one_socket (void **state)
 
     load (&pascal, &t);
     plan_ok (&t, hwloc_topology_get_topology_cpuset (t.topo), gpus, 2, 2, &p);
-    assert_cpus (p.rank[0].cpuset, "0-8,36-44");
-    assert_cpus (p.rank[1].cpuset, "9-17,45-53");
+    assert_rank_cpus (&p, "0-8,36-44", "9-17,45-53", NULL);
     assert_cpus (p.rank[0].nodeset, "0");
     assert_cpus (p.rank[1].nodeset, "0");
     assert_string_equal (t.nic[p.rank[1].nic].name, "mlx5_0");
@@ -797,9 +785,8 @@ static void test_cts1_pascal_one_socket (void **state)
     plan_ok (&t, s1, gpus, 2, 4, &p);
     check_plan (&pascal, &t, s1, gpus, &p);
     assert_cpus (p.rank[3].nodeset, "1");
-    dist_bind_plan_free (&p);
     hwloc_bitmap_free (s1);
-    dist_topo_destroy (&t);
+    plan_done (&p, &t);
 }
 
 /* POWER: NUMA nodes P#0 and P#8, PCI domains 0004 and 0035. */
@@ -809,9 +796,7 @@ static void test_coral_lassen_numa8 (void **state)
     struct dist_bind_plan p;
     int gpus[DIST_GPUS_MAX];
 
-    load (&lassen, &t);
-    all_gpus (&t, gpus);
-    plan_ok (&t, hwloc_topology_get_topology_cpuset (t.topo), gpus, 4, 4, &p);
+    plan_whole (&lassen, &t, gpus, 4, 4, &p);
     assert_cpus (p.rank[0].nodeset, "0");
     assert_cpus (p.rank[2].nodeset, "8");
     assert_cpus (p.rank[2].cpuset, "96-135");
@@ -821,8 +806,7 @@ static void test_coral_lassen_numa8 (void **state)
     assert_string_equal (t.nic[p.rank[1].nic].name, "mlx5_1");
     assert_string_equal (t.nic[p.rank[2].nic].name, "mlx5_2");
     assert_string_equal (t.nic[p.rank[3].nic].name, "mlx5_3");
-    dist_bind_plan_free (&p);
-    dist_topo_destroy (&t);
+    plan_done (&p, &t);
 }
 
 /* 16 GPUs on a topology trimmed to 4 PUs: neighbours share, per socket. */
@@ -833,16 +817,13 @@ static void test_dgx2_more_ranks_than_cpus (void **state)
     hwloc_bitmap_t s0 = bitmap ("0-1"), s1 = bitmap ("24-25");
     int gpus[DIST_GPUS_MAX], r;
 
-    load (&dgx2, &t);
-    all_gpus (&t, gpus);
-    plan_ok (&t, hwloc_topology_get_topology_cpuset (t.topo), gpus, 16, 16, &p);
+    plan_whole (&dgx2, &t, gpus, 16, 16, &p);
     assert_true (p.cpus_shared);
     for (r = 0; r < 16; r++)
         assert_true (hwloc_bitmap_isincluded (p.rank[r].cpuset, r < 8 ? s0 : s1));
-    dist_bind_plan_free (&p);
     hwloc_bitmap_free (s0);
     hwloc_bitmap_free (s1);
-    dist_topo_destroy (&t);
+    plan_done (&p, &t);
 }
 
 /* Regression: three ranks whose GPUs are on NUMA node 0 and one on NUMA
@@ -860,18 +841,14 @@ static void test_mini_more_ranks_than_cpus_evenly (void **state)
     check_plan (&mini, &t, allowed, gpus, &p);
     assert_true (p.cpus_shared);
     /* in locality order: the first two ranks near GPUs 0-1 on PU 0 */
-    assert_cpus (p.rank[0].cpuset, "0");
-    assert_cpus (p.rank[1].cpuset, "0");
-    assert_cpus (p.rank[2].cpuset, "1");
-    assert_cpus (p.rank[3].cpuset, "1");
+    assert_rank_cpus (&p, "0", "0", "1", "1", NULL);
     assert_cpus (p.rank[3].nodeset, "1");
     dist_bind_plan_free (&p);
     /* 5 ranks on 2 PUs: 3 and 2 */
     plan_ok (&t, allowed, NULL, 0, 5, &p);
     check_plan (&mini, &t, allowed, gpus, &p);
-    dist_bind_plan_free (&p);
     hwloc_bitmap_free (allowed);
-    dist_topo_destroy (&t);
+    plan_done (&p, &t);
 }
 
 /* A node that slurm.conf describes with 8 CPUs on a machine of 2: Slurm's
@@ -917,9 +894,8 @@ static void test_g4dn_homeless_ranks_do_not_overlap (void **state)
     plan_ok (&t, allowed, gpus, 8, 16, &p);
     check_plan (&g4dn, &t, allowed, gpus, &p);
     assert_cpus (p.rank[0].cpuset, "0");
-    dist_bind_plan_free (&p);
     hwloc_bitmap_free (allowed);
-    dist_topo_destroy (&t);
+    plan_done (&p, &t);
 }
 
 /* Random steps (cores, GPU subsets in any order, 1 to 3G+1 tasks) on every
@@ -1008,12 +984,9 @@ static void test_most_tasks (void **state)
     struct dist_bind_plan p;
     int gpus[DIST_GPUS_MAX];
 
-    load (&dgxa100, &t);
-    all_gpus (&t, gpus);
-    plan_ok (&t, hwloc_topology_get_topology_cpuset (t.topo), gpus, 8, DIST_LOCAL_TASKS_MAX, &p);
+    plan_whole (&dgxa100, &t, gpus, 8, DIST_LOCAL_TASKS_MAX, &p);
     check_plan (&dgxa100, &t, hwloc_topology_get_topology_cpuset (t.topo), gpus, &p);
-    dist_bind_plan_free (&p);
-    dist_topo_destroy (&t);
+    plan_done (&p, &t);
 }
 
 static void write_file (const char *path, const char *data, size_t len)
@@ -1489,14 +1462,16 @@ static void test_cores_cpuset_bad (void **state)
 int main (void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test (test_nvidia_dgx2),
-        cmocka_unit_test (test_32em64t),
-        cmocka_unit_test (test_g4dnmetal),
-        cmocka_unit_test (test_coral_lassen),
-        cmocka_unit_test (test_cts1_pascal),
-        cmocka_unit_test (test_dgxa100_like),
-        cmocka_unit_test (test_amd_like),
-        cmocka_unit_test (test_minicluster),
+#define MACHINE_TEST(test, m) \
+    { .name = #test, .test_func = test_machine, .initial_state = (void *) &(m) }
+        MACHINE_TEST (test_nvidia_dgx2, dgx2),
+        MACHINE_TEST (test_32em64t, e5_3gpu),
+        MACHINE_TEST (test_g4dnmetal, g4dn),
+        MACHINE_TEST (test_coral_lassen, lassen),
+        MACHINE_TEST (test_cts1_pascal, pascal),
+        MACHINE_TEST (test_dgxa100_like, dgxa100),
+        MACHINE_TEST (test_amd_like, amd),
+        MACHINE_TEST (test_minicluster, mini),
         cmocka_unit_test (test_dgxa100_gpu_order),
         cmocka_unit_test (test_dgxa100_package_fallback),
         cmocka_unit_test (test_dgxa100_two_gpus_per_rank),
