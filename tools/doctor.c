@@ -22,6 +22,7 @@
 #include "doctor_facts.h"
 #include "doctor_net.h"
 #include "doctor_serve.h"
+#include "libdist/netif.h"
 
 #define P DOCTOR_PROGRAM ": "
 #define EXIT_SETUP 2 /* the doctor could not run at all */
@@ -240,7 +241,8 @@ static int run_peer (struct doctor_rank *self, const struct doctor_key *key,
         if (getsockname (fd, (struct sockaddr *) &local, &llen) == 0) {
             doctor_addr_text (&local, self->source, sizeof (self->source));
             if (self->ifname[0] == '\0')
-                doctor_interface_of (&local, self->ifname, sizeof (self->ifname));
+                (void) dist_interface_of ((const struct sockaddr *) &local, self->ifname,
+                                          sizeof (self->ifname));
         }
         how = exchange (fd, self, key, pn, sn, deadline);
     }
@@ -316,7 +318,8 @@ static int run_rank0 (struct doctor_rank *self, const struct doctor_key *key,
     if (ifname != NULL && ifname[0] != '^')
         doctor_printable (self->ifname, sizeof (self->ifname), ifname);
     else
-        doctor_interface_of (&ss, self->ifname, sizeof (self->ifname));
+        (void) dist_interface_of ((const struct sockaddr *) &ss, self->ifname,
+                                  sizeof (self->ifname));
     self->connect_ms = 0;
     if (doctor_layout_build (getenv ("SLURM_STEP_NODELIST"), getenv ("SLURM_STEP_TASKS_PER_NODE"),
                              getenv ("SLURM_DISTRIBUTION"), getenv ("SLURM_DIST_PLANESIZE"),

@@ -99,34 +99,6 @@ int doctor_interface_address (const char *ifname, int family, struct sockaddr_st
     return rc;
 }
 
-static bool same_host (const struct sockaddr *a, const struct sockaddr_storage *b)
-{
-    if (a->sa_family != b->ss_family)
-        return false;
-    if (a->sa_family == AF_INET)
-        return ((const struct sockaddr_in *) a)->sin_addr.s_addr
-               == ((const struct sockaddr_in *) b)->sin_addr.s_addr;
-    return a->sa_family == AF_INET6
-           && memcmp (&((const struct sockaddr_in6 *) a)->sin6_addr,
-                      &((const struct sockaddr_in6 *) b)->sin6_addr, 16)
-                  == 0;
-}
-
-void doctor_interface_of (const struct sockaddr_storage *src, char *ifname, size_t size)
-{
-    struct ifaddrs *ifs = NULL, *ifa;
-
-    ifname[0] = '\0';
-    if (getifaddrs (&ifs) < 0)
-        return;
-    for (ifa = ifs; ifa != NULL; ifa = ifa->ifa_next)
-        if (ifa->ifa_addr != NULL && same_host (ifa->ifa_addr, src)) {
-            snprintf (ifname, size, "%s", ifa->ifa_name);
-            break;
-        }
-    freeifaddrs (ifs);
-}
-
 /* One non-blocking attempt, waiting at most wait_ms; the fd or -1. */
 static int try_connect (const struct sockaddr_storage *dst, socklen_t dstlen,
                         const struct sockaddr_storage *src, long wait_ms, int *err)

@@ -23,9 +23,6 @@ int doctor_listen (const struct sockaddr_storage *ss, socklen_t len);
 int doctor_interface_address (const char *ifname, int family, struct sockaddr_storage *src,
                               char *found, size_t foundsz);
 
-/* The interface that owns a local address; "" when none. */
-void doctor_interface_of (const struct sockaddr_storage *src, char *ifname, size_t size);
-
 /* Connect to dst from src (NULL: the kernel's choice) until deadline_ms,
  * retrying while rank 0 is not listening or the network says no.  The fd,
  * or -1 with the last error in *err (0 = timed out with no answer). */

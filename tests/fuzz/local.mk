@@ -114,7 +114,7 @@ FUZZ_SRC_spank = $(srcdir)/tests/fuzz/fuzz_spank.c $(srcdir)/tests/fuzz/spank_st
 	$(srcdir)/spank/option.c $(srcdir)/spank/remote.c $(srcdir)/spank/master.c \
 	$(srcdir)/spank/report.c $(srcdir)/spank/layout.c $(srcdir)/spank/container.c \
 	$(srcdir)/spank/topocache.c $(srcdir)/spank/bind.c $(srcdir)/spank/failfast.c \
-	$(srcdir)/spank/network.c $(srcdir)/libdist/io.c \
+	$(srcdir)/spank/network.c $(srcdir)/libdist/io.c $(srcdir)/libdist/netif.c \
 	$(srcdir)/libdist/address.c $(srcdir)/libdist/bind.c $(srcdir)/libdist/config.c \
 	$(srcdir)/libdist/env.c $(srcdir)/libdist/handover.c \
 	$(srcdir)/libdist/layout.c $(srcdir)/libdist/port.c $(srcdir)/libdist/ranges.c \
