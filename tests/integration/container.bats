@@ -65,7 +65,8 @@ setup_file() {
     install -m 755 "$TOP/tools/dist-train-doctor" "$USER_DIR/dist-train-doctor"
     install -m 644 "$GPU_XML" "$USER_DIR/topology.xml"
     install -d -m 755 "$USER_DIR/prog"
-    install -m 644 "$TOP/tests/integration/helpers/ddp_env.py" "$USER_DIR/prog/"
+    install -m 644 "$TOP/tests/integration/helpers/ddp_env.py" \
+        "$TOP/tests/integration/helpers/torch_store.py" "$USER_DIR/prog/"
     install -d -m 1777 "$USER_DIR/meet"
     # The image where the user can read it, whatever the cache's mode (a
     # link where the file system allows, else a copy).

@@ -160,22 +160,17 @@ print("rank", r, "ran", flush=True)'
 
 @test "--then with PyTorch: a TCPStore on MASTER_PORT right after the doctor" {
     "$TORCH_PYTHON" -c 'import torch' 2>/dev/null || skip "no torch in $TORCH_PYTHON"
+    # (the helpers' directory as the program's argument, for torch_store's libuv probe)
     run timeout 120 srun --dist-train -N2 -n2 "$DOCTOR" --timeout 10 --then "$TORCH_PYTHON" -c '
-import os, datetime
+import os, sys, datetime
+sys.path.insert(0, sys.argv[1])
 from torch.distributed import TCPStore
+from torch_store import store_kwargs
 r, n = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-kw = dict(timeout=datetime.timedelta(seconds=30))
-try:  # PyTorch 2.4 and later default to libuv, which Debian 13 and forky build without
-    TCPStore("127.0.0.1", 0, 1, True, use_libuv=True, wait_for_workers=False)
-except TypeError:  # before libuv (Debian 12)
-    pass
-except RuntimeError as e:
-    if "libuv" not in str(e):
-        raise
-    kw["use_libuv"] = False
-s = TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), n, r == 0, **kw)
+s = TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), n, r == 0,
+             timeout=datetime.timedelta(seconds=30), **store_kwargs())
 s.set(f"r{r}", "x"); s.wait([f"r{i}" for i in range(n)])
-print("store ok on rank", r, flush=True)'
+print("store ok on rank", r, flush=True)' "$TOP/tests/integration/helpers"
     echo "$output"
     [ "$status" -eq 0 ]
     [[ $output == *"store ok on rank 0"* ]]

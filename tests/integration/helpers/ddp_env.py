@@ -15,6 +15,7 @@ import time
 
 import torch
 import torch.distributed as dist
+from torch_store import store_kwargs, use_libuv_only_if_built
 
 
 def affinity():
@@ -39,18 +40,15 @@ def meet(path):
 def process_group():
     """The process group from the environment, env:// as torch does it."""
     timeout = datetime.timedelta(seconds=60)
-    # Debian's PyTorch 2.x has no libuv, which its TCPStore asks for by default
-    # (1.13 knows no such switch and ignores it)
-    os.environ.setdefault("USE_LIBUV", "0")
+    use_libuv_only_if_built()
     env = os.environ
-    if (env.get("TORCHELASTIC_USE_AGENT_STORE") == "True" and env["USE_LIBUV"] == "0"
-            and "use_libuv" in (dist.TCPStore.__init__.__doc__ or "")):
+    if env.get("TORCHELASTIC_USE_AGENT_STORE") == "True" and store_kwargs():
         # Under torchrun, env:// makes a client of the agent's store, asking
         # for libuv whatever USE_LIBUV says (PyTorch 2.6): the same client
         # without it
         store = dist.TCPStore(host_name=env["MASTER_ADDR"], port=int(env["MASTER_PORT"]),
                               world_size=int(env["WORLD_SIZE"]), is_master=False,
-                              timeout=timeout, use_libuv=False)
+                              timeout=timeout, **store_kwargs())
         dist.init_process_group("gloo", store=store, rank=int(env["RANK"]),
                                 world_size=int(env["WORLD_SIZE"]), timeout=timeout)
     else:

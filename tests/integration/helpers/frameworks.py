@@ -23,14 +23,14 @@ import sys
 
 import torch
 import torch.distributed as dist
+from torch_store import use_libuv_only_if_built
 
 TIMEOUT = datetime.timedelta(seconds=60)
 
 
 def allreduce(init_method, rank, world):
     """A process group with these values and one all_reduce: the sum of 1..world."""
-    # Debian's PyTorch 2.x has no libuv, which its TCPStore asks for by default
-    os.environ.setdefault("USE_LIBUV", "0")
+    use_libuv_only_if_built()
     dist.init_process_group("gloo", init_method=init_method, rank=rank, world_size=world,
                             timeout=TIMEOUT)
     t = torch.tensor([rank + 1.0])

@@ -1,8 +1,6 @@
 """PyTorch's TCPStore broadcast of 128 bytes (rank 0 set, the others get) against
 dtshim.broadcast of 128 bytes from Python, in one step. Rank 0 prints the figures.
 Used by scripts/bench-shim:  shim_bench_tcpstore.py [ITERATIONS]"""
-import os
-import socket
 import sys
 import time
 from datetime import timedelta
@@ -10,44 +8,16 @@ from datetime import timedelta
 import torch.distributed as dist
 
 import dtshim
+from torch_store import port_from_rank0, store_kwargs
 
 n = int(sys.argv[1]) if len(sys.argv) > 1 else 300
 warm = 20
 
-def use_libuv_only_if_built():
-    """Set USE_LIBUV=0 when this PyTorch lacks libuv (unless the user chose).
-
-    PyTorch 2.4 and later rendezvous (env://, tcp://) through a libuv TCPStore
-    unless USE_LIBUV=0, and fail where PyTorch was built without libuv, as
-    Debian forky's 2.14 is: "use_libuv was requested but PyTorch was built
-    without libuv support, run with USE_LIBUV=0".  A throwaway store server on
-    a free loopback port tells; PyTorch without the option (Debian 12's 1.13)
-    never uses libuv and is left alone.
-    """
-    if "USE_LIBUV" in os.environ:
-        return
-    try:
-        store = dist.TCPStore("127.0.0.1", 0, 1, True, use_libuv=True, wait_for_workers=False)
-    except TypeError:  # no use_libuv: PyTorch before libuv
-        return
-    except RuntimeError as e:
-        if "libuv" in str(e):
-            os.environ["USE_LIBUV"] = "0"
-        return
-    del store
-
-
 ctx = dtshim.DistributedContext()
 rank, size = ctx.rank, ctx.size
-port = b""
-if rank == 0:
-    with socket.socket() as s:
-        s.bind(("", 0))
-        port = str(s.getsockname()[1]).encode()
-port = int(dtshim.broadcast(port))
-use_libuv_only_if_built()
-libuv = {"use_libuv": False} if os.environ.get("USE_LIBUV") == "0" else {}
-store = dist.TCPStore(ctx.chief_ip, port, size, rank == 0, timeout=timedelta(seconds=60), **libuv)
+port = port_from_rank0(rank, dtshim.broadcast)
+store = dist.TCPStore(ctx.chief_ip, port, size, rank == 0, timeout=timedelta(seconds=60),
+                      **store_kwargs())
 payload = bytes(range(128))
 
 

@@ -13,39 +13,12 @@ import torch
 import torch.distributed as dist
 
 import dtshim
-
-
-def use_libuv_only_if_built():
-    """Set USE_LIBUV=0 when this PyTorch lacks libuv (unless the user chose).
-
-    PyTorch 2.4 and later rendezvous (env://, tcp://) through a libuv TCPStore
-    unless USE_LIBUV=0, and fail where PyTorch was built without libuv, as
-    Debian forky's 2.14 is: "use_libuv was requested but PyTorch was built
-    without libuv support, run with USE_LIBUV=0".  A throwaway store server on
-    a free loopback port tells; PyTorch without the option (Debian 12's 1.13)
-    never uses libuv and is left alone.
-    """
-    if "USE_LIBUV" in os.environ:
-        return
-    try:
-        store = dist.TCPStore("127.0.0.1", 0, 1, True, use_libuv=True, wait_for_workers=False)
-    except TypeError:  # no use_libuv: PyTorch before libuv
-        return
-    except RuntimeError as e:
-        if "libuv" in str(e):
-            os.environ["USE_LIBUV"] = "0"
-        return
-    del store
+from torch_store import port_from_rank0, use_libuv_only_if_built
 
 
 ctx = dtshim.DistributedContext()
 rank, size = ctx.rank, ctx.size
-port = b""
-if rank == 0:
-    with socket.socket() as s:
-        s.bind(("", 0))
-        port = str(s.getsockname()[1]).encode()
-port = int(dtshim.broadcast(port, root=0))
+port = port_from_rank0(rank, dtshim.broadcast)
 use_libuv_only_if_built()
 dist.init_process_group("gloo", init_method=f"tcp://{ctx.chief_ip}:{port}",
                         rank=rank, world_size=size)
