@@ -1,5 +1,7 @@
-/* config.c - parse SPEC (user) and plugstack arguments (admin). */
+/* config.c - parse SPEC (user) and plugstack arguments (admin), both driven by one table of
+ * the words they accept, from which the help, the usage and every "valid: ..." come too. */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,49 +9,481 @@
 #include "config.h"
 
 #define SPEC_MAX 1024 /* longer than any valid SPEC; bounds hostile input */
-#define ARG_KEYS "port_range, ifname, bind, visible, nic, topology, fail_fast, preflight, doctor"
 
-const char dist_spec_help[] =
-    "--dist-train[=SPEC], SPEC a comma list of:\n"
-    "  torch    set the torchrun environment (default)\n"
-    "  jax      the generic variables plus JAX_COORDINATOR_ADDRESS,\n"
-    "           JAX_NUM_PROCESSES, JAX_PROCESS_ID\n"
-    "  tf       the generic variables plus TF_CONFIG (every task a worker)\n"
-    "  launcher one task per node runs torchrun, accelerate or composer:\n"
-    "           PET_NNODES, PET_NODE_RANK, PET_NPROC_PER_NODE, PET_MASTER_ADDR,\n"
-    "           PET_MASTER_PORT, and WORLD_SIZE, LOCAL_WORLD_SIZE, NODE_RANK,\n"
-    "           BASE_RANK for the processes the launcher starts\n"
-    "  nproc=N  launcher: processes per node (default: the node's GPUs, else 1)\n"
-    "  lightning\n"
-    "           torch without TORCHELASTIC_*, so that Lightning keeps its\n"
-    "           Slurm environment and auto-requeue\n"
-    "  submitit torch without MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE,\n"
-    "           LOCAL_RANK, LOCAL_WORLD_SIZE, which submitit's export() sets;\n"
-    "           rank 0's address and port in DIST_TRAIN_MASTER_ADDR/_PORT\n"
-    "  off      do nothing for this step\n"
-    "  verbose  print what each rank gets\n"
-    "  bind=auto|gpu|cpu|none\n"
-    "           bind each rank to its GPU(s) and nearby CPUs (auto, the\n"
-    "           default), only order CUDA_VISIBLE_DEVICES (gpu), only set the\n"
-    "           CPU affinity (cpu), or neither (none)\n"
-    "  visible=all|own\n"
-    "           CUDA_VISIBLE_DEVICES lists every GPU of the step with the\n"
-    "           rank's own at index LOCAL_RANK (all, the default), or only\n"
-    "           the rank's own GPUs (own)\n"
-    "  fail_fast=on|off\n"
-    "           when a task fails, stop every task of the step at once (on,\n"
-    "           the default), or let the others run (off)\n"
-    "  watchdog=SECONDS\n"
-    "           end the step when a rank using the shim has not called\n"
-    "           dtshim_progress() for SECONDS (off by default)\n"
-    "  preflight\n"
-    "           start each rank with dist-train-doctor's check of the step\n"
-    "           (addresses, MASTER_PORT, binding); the step fails with its\n"
-    "           report when a rank cannot reach rank 0 (Slurm 23.11 or later)\n"
-    "  preflight=on|off\n"
-    "           the same, or off when the site made it the default\n"
-    "  help     print this text\n"
-    "The environment variable DIST_TRAIN=SPEC is used when the flag is not given.";
+/* The profile of a SPEC that names none ("", "verbose"). */
+#define PROFILE_DEFAULT DIST_PROFILE_TORCH
+
+#define STR(x) STR_ (x)
+#define STR_(x) #x
+#define COUNT(a) (sizeof (a) / sizeof ((a)[0]))
+
+/* A text that grows by printf into a fixed buffer; what does not fit is cut, and the text
+ * stays NUL-terminated, so every message and help text is bounded by its buffer. */
+struct text {
+    char *s;
+    size_t size, len;
+};
+
+static void put (struct text *t, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
+
+static void put (struct text *t, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    if (t->len + 1 >= t->size)
+        return;
+    va_start (ap, fmt);
+    n = vsnprintf (t->s + t->len, t->size - t->len, fmt, ap);
+    va_end (ap);
+    if (n > 0)
+        t->len = t->len + (size_t) n < t->size ? t->len + (size_t) n : t->size - 1;
+}
+
+/* A word's value spelled by name: the choice words of an on/off or enum setting. */
+struct choice {
+    const char *word;
+    int value;
+};
+
+static const struct choice on_off[] = { { "on", 1 }, { "off", 0 }, { NULL, 0 } };
+static const struct choice bind_choices[] = {
+    { "auto", DIST_BIND_AUTO }, { "gpu", DIST_BIND_GPU }, { "cpu", DIST_BIND_CPU },
+    { "none", DIST_BIND_NONE }, { NULL, 0 },
+};
+static const struct choice visible_choices[] = { { "all", 0 }, { "own", 1 }, { NULL, 0 } };
+static const struct choice nic_choices[] = { { "auto", 1 }, { "off", 0 }, { NULL, 0 } };
+
+/* The type of the field of struct dist_config that a word sets. */
+enum field_type {
+    FIELD_BOOL,
+    FIELD_INT, /* int, and the enums (which are int-sized: checked below) */
+    FIELD_U32,
+    FIELD_STR, /* a char array of the field's size */
+};
+
+_Static_assert (sizeof (enum dist_profile) == sizeof (int), "FIELD_INT stores an int");
+_Static_assert (sizeof (enum dist_bind) == sizeof (int), "FIELD_INT stores an int");
+
+/* What a setter works on: the config, the token or argument for messages, and what a SPEC
+ * has seen so far. */
+struct parse {
+    struct dist_config *cfg;
+    const char *tok;   /* the whole token ("bind=gpu") or plugstack argument */
+    char *err;
+    size_t errsz;
+    const char *spec;  /* the whole SPEC, for the two-profiles message */
+    bool profile_seen;
+};
+
+struct word;
+/* Apply val (NULL for a SPEC token) to p->cfg.  On a bad value return -1, with a message in
+ * p->err or with p->err left empty for the generic "takes ..." of the word. */
+typedef int setter (struct parse *p, const struct word *w, const char *val);
+
+/* One word a user or an admin can type. */
+struct word {
+    const char *name;
+    enum dist_config_word_kind kind;
+    setter *set;
+    enum field_type type; /* the field it sets */
+    size_t offset, size;
+    const struct choice *choices; /* set_choice: its values; they spell the syntax too */
+    const char *syntax;           /* the value's syntax when it has no choices ("SECONDS") */
+    const char *takes;            /* what a bad value is told it takes, when not a choice */
+    long value;                   /* set_value, set_profile: what the word stores */
+    unsigned long lo, hi;         /* set_count: the range */
+    const char *help;             /* what it does: lines separated by '\n' */
+};
+
+/* How put_words () lists words; it and is_profile () read the table, which the setters
+ * precede. */
+enum list_style { STYLE_NAME, STYLE_KEY, STYLE_FULL };
+static void put_words (struct text *t, bool (*pick) (const struct word *), enum list_style style);
+static bool is_profile (const struct word *w);
+
+#define FIELD(member, t)                                                                      \
+    .type = (t), .offset = offsetof (struct dist_config, member),                            \
+    .size = sizeof (((struct dist_config *) 0)->member)
+
+static void store (struct dist_config *cfg, const struct word *w, long value)
+{
+    char *at = (char *) cfg + w->offset;
+
+    switch (w->type) {
+    case FIELD_BOOL:
+        *(bool *) at = value != 0;
+        break;
+    case FIELD_INT:
+        *(int *) at = (int) value;
+        break;
+    case FIELD_U32:
+        *(uint32_t *) at = (uint32_t) value;
+        break;
+    case FIELD_STR:
+        break;
+    }
+}
+
+/* The setters.  A word whose value is one of a few choices, a count or a path needs none of
+ * its own: set_choice, set_count and set_path read what they need from its entry. */
+static int set_value (struct parse *p, const struct word *w, const char *val)
+{
+    (void) val;
+    store (p->cfg, w, w->value);
+    return 0;
+}
+
+static int set_profile (struct parse *p, const struct word *w, const char *val)
+{
+    if (p->profile_seen && w->value != (long) p->cfg->profile) {
+        struct text t = { p->err, p->errsz, 0 };
+        put (&t, "--dist-train: SPEC '%.128s' names two profiles; give one of ", p->spec);
+        put_words (&t, is_profile, STYLE_NAME);
+        return -1;
+    }
+    p->profile_seen = true;
+    return set_value (p, w, val);
+}
+
+static int set_choice (struct parse *p, const struct word *w, const char *val)
+{
+    for (const struct choice *c = w->choices; c->word != NULL; c++) {
+        if (strcmp (val, c->word) == 0) {
+            store (p->cfg, w, c->value);
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* A decimal count from lo to hi, digits only; 0 on success. */
+static int parse_count (const char *val, unsigned long lo, unsigned long hi, uint32_t *out)
+{
+    char *end;
+    unsigned long n;
+
+    if (val[0] < '0' || val[0] > '9')
+        return -1;
+    errno = 0;
+    n = strtoul (val, &end, 10);
+    if (*end != '\0' || errno != 0 || n < lo || n > hi)
+        return -1;
+    *out = (uint32_t) n;
+    return 0;
+}
+
+static int set_count (struct parse *p, const struct word *w, const char *val)
+{
+    uint32_t n;
+
+    if (parse_count (val, w->lo, w->hi, &n) < 0)
+        return -1;
+    store (p->cfg, w, n);
+    return 0;
+}
+
+/* An absolute path that fits its field. */
+static int set_path (struct parse *p, const struct word *w, const char *val)
+{
+    if (val[0] != '/' || strlen (val) >= w->size)
+        return -1;
+    snprintf ((char *) p->cfg + w->offset, w->size, "%s", val);
+    return 0;
+}
+
+/* Parse a decimal port; 0 on success. */
+static int parse_port (const char *s, const char *end, unsigned long *port)
+{
+    char *stop;
+    if (s == end || *s < '0' || *s > '9')
+        return -1;
+    errno = 0;
+    *port = strtoul (s, &stop, 10);
+    if (errno != 0 || stop != end || *port > 65535)
+        return -1;
+    return 0;
+}
+
+static int set_port_range (struct parse *p, const struct word *w, const char *val)
+{
+    const char *dash = strchr (val, '-');
+    unsigned long lo, hi;
+
+    (void) w;
+    if (dash == NULL || parse_port (val, dash, &lo) < 0
+        || parse_port (dash + 1, dash + 1 + strlen (dash + 1), &hi) < 0) {
+        snprintf (p->err, p->errsz,
+                  "port_range=%.32s: expected LO-HI with ports 1024-65535, e.g. port_range=%d-%d",
+                  val, DIST_PORT_LO_DEFAULT, DIST_PORT_HI_DEFAULT);
+        return -1;
+    }
+    if (lo < 1024 || lo > hi) {
+        snprintf (p->err, p->errsz,
+                  "port_range=%.32s: the range is empty or below 1024 "
+                  "(tasks cannot bind privileged ports); e.g. port_range=%d-%d",
+                  val, DIST_PORT_LO_DEFAULT, DIST_PORT_HI_DEFAULT);
+        return -1;
+    }
+    p->cfg->port_lo = (uint16_t) lo;
+    p->cfg->port_hi = (uint16_t) hi;
+    return 0;
+}
+
+static int set_ifname (struct parse *p, const struct word *w, const char *val)
+{
+    size_t len = strlen (val);
+
+    (void) w;
+    if (len == 0 || len >= sizeof (p->cfg->ifname)) {
+        snprintf (p->err, p->errsz, "ifname=%.32s: an interface name has 1 to %zu characters",
+                  val, sizeof (p->cfg->ifname) - 1);
+        return -1;
+    }
+    for (size_t i = 0; i < len; i++) {
+        if (val[i] == '/' || val[i] <= ' ' || val[i] > '~') {
+            snprintf (p->err, p->errsz, "ifname=%.32s: not a valid interface name", val);
+            return -1;
+        }
+    }
+    memcpy (p->cfg->ifname, val, len + 1);
+    return 0;
+}
+
+#define SPEC DIST_WORD_SPEC
+#define SETTING DIST_WORD_SPEC_SETTING
+#define PLUGSTACK DIST_WORD_PLUGSTACK
+#define PROFILE(p) set_profile, FIELD (profile, FIELD_INT), .value = (p)
+#define CHOICE(member, t, c) set_choice, FIELD (member, t), .choices = (c)
+
+/* Every word the parsers accept: what is not here is refused.  Its order is the order of
+ * the help texts and of every list of valid words. */
+static const struct word words[] = {
+    { "torch", SPEC, PROFILE (DIST_PROFILE_TORCH), .help = "set the torchrun environment" },
+    { "jax", SPEC, PROFILE (DIST_PROFILE_JAX),
+      .help = "the generic variables plus JAX_COORDINATOR_ADDRESS,\n"
+              "JAX_NUM_PROCESSES, JAX_PROCESS_ID" },
+    { "tf", SPEC, PROFILE (DIST_PROFILE_TF),
+      .help = "the generic variables plus TF_CONFIG (every task a worker)" },
+    { "off", SPEC, PROFILE (DIST_PROFILE_OFF), .help = "do nothing for this step" },
+    { "launcher", SPEC, PROFILE (DIST_PROFILE_LAUNCHER),
+      .help = "one task per node runs torchrun, accelerate or composer:\n"
+              "PET_NNODES, PET_NODE_RANK, PET_NPROC_PER_NODE, PET_MASTER_ADDR,\n"
+              "PET_MASTER_PORT, and WORLD_SIZE, LOCAL_WORLD_SIZE, NODE_RANK,\n"
+              "BASE_RANK for the processes the launcher starts" },
+    { "lightning", SPEC, PROFILE (DIST_PROFILE_LIGHTNING),
+      .help = "torch without TORCHELASTIC_*, so that Lightning keeps its\n"
+              "Slurm environment and auto-requeue" },
+    { "submitit", SPEC, PROFILE (DIST_PROFILE_SUBMITIT),
+      .help = "torch without MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE,\n"
+              "LOCAL_RANK, LOCAL_WORLD_SIZE, which submitit's export() sets;\n"
+              "rank 0's address and port in DIST_TRAIN_MASTER_ADDR/_PORT" },
+    { "verbose", SPEC, set_value, FIELD (verbose, FIELD_BOOL), .value = 1,
+      .help = "print what each rank gets" },
+    { "preflight", SPEC, set_value, FIELD (preflight_user, FIELD_INT), .value = 1,
+      .help = "start each rank with dist-train-doctor's check of the step\n"
+              "(addresses, MASTER_PORT, binding); the step fails with its\n"
+              "report when a rank cannot reach rank 0 (Slurm 23.11 or later)" },
+    { "preflight", SETTING, CHOICE (preflight_user, FIELD_INT, on_off),
+      .help = "the same, or off when the site made it the default" },
+    { "bind", SETTING, CHOICE (bind_user, FIELD_INT, bind_choices),
+      .help = "bind each rank to its GPU(s) and nearby CPUs (auto, the\n"
+              "default), only order CUDA_VISIBLE_DEVICES (gpu), only set the\n"
+              "CPU affinity (cpu), or neither (none)" },
+    { "visible", SETTING, CHOICE (visible_own, FIELD_BOOL, visible_choices),
+      .help = "CUDA_VISIBLE_DEVICES lists every GPU of the step with the\n"
+              "rank's own at index LOCAL_RANK (all, the default), or only\n"
+              "the rank's own GPUs (own)" },
+    { "fail_fast", SETTING, CHOICE (fail_fast_user, FIELD_INT, on_off),
+      .help = "when a task fails, stop every task of the step at once (on,\n"
+              "the default), or let the others run (off)" },
+    { "watchdog", SETTING, set_count, FIELD (watchdog_s, FIELD_U32), .lo = 0, .hi = 10000000,
+      .syntax = "SECONDS", .takes = "seconds, e.g. watchdog=600 (0 = off)",
+      .help = "end the step when a rank using the shim has not called\n"
+              "dtshim_progress() for SECONDS (off by default)" },
+    { "nproc", SETTING, set_count, FIELD (nproc, FIELD_U32), .lo = 1, .hi = DIST_NPROC_MAX,
+      .syntax = "N",
+      .takes = "the processes a launcher starts on each node, 1 to " STR (DIST_NPROC_MAX),
+      .help = "launcher: processes per node (default: the node's GPUs, else 1)" },
+    { "help", SPEC, set_value, FIELD (help, FIELD_BOOL), .value = 1, .help = "print this text" },
+
+    { "port_range", PLUGSTACK, set_port_range, .syntax = "LO-HI",
+      .help = "MASTER_PORT is chosen from job id and step id within\n"
+              "this range (default " STR (DIST_PORT_LO_DEFAULT) "-" STR (DIST_PORT_HI_DEFAULT)
+              ", below the Linux\nephemeral range 32768-60999)" },
+    { "ifname", PLUGSTACK, set_ifname, .syntax = "NAME",
+      .help = "force NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME to NAME\n"
+              "instead of the interface that reaches rank 0's node" },
+    { "bind", PLUGSTACK, CHOICE (bind_site, FIELD_INT, bind_choices),
+      .help = "GPU and CPU binding of each rank (default auto); none\n"
+              "turns it off for every user" },
+    { "visible", PLUGSTACK, CHOICE (visible_own, FIELD_BOOL, visible_choices),
+      .help = "CUDA_VISIBLE_DEVICES: every GPU of the step with the\n"
+              "rank's own at LOCAL_RANK (default), or only its own" },
+    { "nic", PLUGSTACK, CHOICE (nic_auto, FIELD_BOOL, nic_choices),
+      .help = "export NCCL_IB_HCA and UCX_NET_DEVICES for the nearest\n"
+              "RDMA NIC (default off)" },
+    { "topology", PLUGSTACK, set_path, FIELD (topology, FIELD_STR), .syntax = "FILE",
+      .takes = "an absolute path to an hwloc XML file (lstopo --of xml), shorter than "
+               STR (DIST_PATH_MAX) " characters",
+      .help = "the node's topology as hwloc XML (lstopo --of xml),\n"
+              "instead of discovering it at each step" },
+    { "fail_fast", PLUGSTACK, CHOICE (fail_fast_site, FIELD_BOOL, on_off),
+      .help = "when a task fails, stop the step on every node (default\n"
+              "on); off keeps Slurm's behaviour for every user" },
+    { "preflight", PLUGSTACK, CHOICE (preflight_site, FIELD_BOOL, on_off),
+      .help = "start every step with dist-train-doctor's check of\n"
+              "addresses, MASTER_PORT and binding (default off; Slurm\n"
+              "23.11 or later; users can turn it off per step)" },
+    { "doctor", PLUGSTACK, set_path, FIELD (doctor, FIELD_STR), .syntax = "PATH",
+      .takes = "the absolute path of dist-train-doctor, shorter than " STR (DIST_PATH_MAX)
+               " characters",
+      .help = "where preflight finds dist-train-doctor" },
+};
+
+static bool is_profile (const struct word *w)
+{
+    return w->set == set_profile;
+}
+
+static bool is_spec (const struct word *w)
+{
+    return w->kind != DIST_WORD_PLUGSTACK;
+}
+
+static bool is_setting (const struct word *w)
+{
+    return w->kind == DIST_WORD_SPEC_SETTING;
+}
+
+static bool is_plugstack (const struct word *w)
+{
+    return w->kind == DIST_WORD_PLUGSTACK;
+}
+
+/* The choices of w joined by sep, the last by last ("a|b|c", "a, b or c"). */
+static void put_choices (struct text *t, const struct word *w, const char *sep, const char *last)
+{
+    for (const struct choice *c = w->choices; c->word != NULL; c++)
+        put (t, "%s%s", c == w->choices ? "" : c[1].word == NULL ? last : sep, c->word);
+}
+
+static void put_syntax (struct text *t, const struct word *w)
+{
+    if (w->choices != NULL)
+        put_choices (t, w, "|", "|");
+    else
+        put (t, "%s", w->syntax);
+}
+
+/* The word as its help shows it: a setting with its value syntax ("bind=auto|gpu|cpu|none"). */
+static void put_label (struct text *t, const struct word *w)
+{
+    put (t, "%s", w->name);
+    if (w->kind != DIST_WORD_SPEC) {
+        put (t, "=");
+        put_syntax (t, w);
+    }
+}
+
+/* Whether w is the profile of a SPEC that names none. */
+static bool is_default (const struct word *w)
+{
+    return is_profile (w) && w->value == PROFILE_DEFAULT;
+}
+
+/* The words pick chooses, comma-separated: STYLE_NAME their names, STYLE_KEY with a
+ * setting's '=', STYLE_FULL with its value syntax and "(default)" after the default profile. */
+static void put_words (struct text *t, bool (*pick) (const struct word *), enum list_style style)
+{
+    const char *sep = "";
+
+    for (size_t i = 0; i < COUNT (words); i++) {
+        const struct word *w = &words[i];
+        if (!pick (w))
+            continue;
+        put (t, "%s", sep);
+        sep = ", ";
+        if (style == STYLE_FULL)
+            put_label (t, w);
+        else
+            put (t, "%s%s", w->name, style == STYLE_KEY && w->kind != DIST_WORD_SPEC ? "=" : "");
+        if (style == STYLE_FULL && is_default (w))
+            put (t, " (default)");
+    }
+}
+
+/* The help of the words pick chooses: each word (with its value syntax) in a column of
+ * width, then its lines; a word too wide for the column has its own line. */
+static void put_help (struct text *t, bool (*pick) (const struct word *), int width)
+{
+    for (size_t i = 0; i < COUNT (words); i++) {
+        const struct word *w = &words[i];
+        char label[96];
+        struct text l = { label, sizeof (label), 0 };
+        const char *line = w->help;
+
+        if (!pick (w))
+            continue;
+        put_label (&l, w);
+        if (l.len < (size_t) width)
+            put (t, "  %-*s", width, label);
+        else
+            put (t, "  %s\n%*s", label, width + 2, "");
+        for (bool first = true; *line != '\0'; first = false) {
+            size_t n = strcspn (line, "\n");
+            put (t, "%*s%.*s", first ? 0 : width + 2, "", (int) n, line);
+            if (first && is_default (w))
+                put (t, " (default)");
+            put (t, "\n");
+            line += n + (line[n] == '\n');
+        }
+    }
+}
+
+/* A text made once from the table into buf: head, the words pick chooses (their help in a
+ * column of width, or with width 0 one comma list of them), tail. */
+static const char *made (char *buf, size_t size, const char *head,
+                         bool (*pick) (const struct word *), int width, const char *tail)
+{
+    if (buf[0] == '\0') {
+        struct text t = { buf, size, 0 };
+        put (&t, "%s", head);
+        if (width > 0)
+            put_help (&t, pick, width);
+        else
+            put_words (&t, pick, STYLE_FULL);
+        put (&t, "%s", tail);
+    }
+    return buf;
+}
+
+const char *dist_config_help (void)
+{
+    static char buf[8192];
+
+    return made (buf, sizeof (buf), "--dist-train[=SPEC], SPEC a comma list of:\n", is_spec, 9,
+                 "The environment variable DIST_TRAIN=SPEC is used when the flag is not given.");
+}
+
+const char *dist_config_plugstack_help (void)
+{
+    static char buf[8192];
+
+    return made (buf, sizeof (buf),
+                 "plugstack.conf arguments (key=value; an unknown key is an error):\n",
+                 is_plugstack, 18, "");
+}
+
+const char *dist_config_usage (void)
+{
+    static char buf[2048];
+
+    return made (buf, sizeof (buf),
+                 "Set up the environment for distributed training in every task "
+                 "(RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, ...). SPEC: ",
+                 is_spec, 0, ". Default from the environment variable DIST_TRAIN.");
+}
 
 void dist_config_init (struct dist_config *cfg)
 {
@@ -82,17 +516,6 @@ bool dist_config_fail_fast (const struct dist_config *cfg)
     return cfg->fail_fast_user == 1;
 }
 
-static int parse_on_off (const char *val, bool *on)
-{
-    if (strcmp (val, "on") == 0)
-        *on = true;
-    else if (strcmp (val, "off") == 0)
-        *on = false;
-    else
-        return -1;
-    return 0;
-}
-
 enum dist_bind dist_config_bind (const struct dist_config *cfg)
 {
     if (cfg->bind_site == DIST_BIND_NONE || cfg->bind_user == DIST_BIND_UNSET)
@@ -100,176 +523,43 @@ enum dist_bind dist_config_bind (const struct dist_config *cfg)
     return cfg->bind_user;
 }
 
-static int parse_bind (const char *val, enum dist_bind *out)
-{
-    if (strcmp (val, "auto") == 0)
-        *out = DIST_BIND_AUTO;
-    else if (strcmp (val, "none") == 0)
-        *out = DIST_BIND_NONE;
-    else if (strcmp (val, "gpu") == 0)
-        *out = DIST_BIND_GPU;
-    else if (strcmp (val, "cpu") == 0)
-        *out = DIST_BIND_CPU;
-    else
-        return -1;
-    return 0;
-}
-
-static int parse_visible (const char *val, bool *own)
-{
-    if (strcmp (val, "all") == 0)
-        *own = false;
-    else if (strcmp (val, "own") == 0)
-        *own = true;
-    else
-        return -1;
-    return 0;
-}
-
-/* SPEC's key=value settings: each parses the value of tok (after the '='). */
-static int spec_bind (struct dist_config *cfg, const char *tok, const char *val, char *err,
-                      size_t errsz)
-{
-    if (parse_bind (val, &cfg->bind_user) == 0)
-        return 0;
-    snprintf (err, errsz, "--dist-train: '%.64s': bind= takes auto, gpu, cpu or none", tok);
-    return -1;
-}
-
-static int spec_visible (struct dist_config *cfg, const char *tok, const char *val, char *err,
-                         size_t errsz)
-{
-    if (parse_visible (val, &cfg->visible_own) == 0)
-        return 0;
-    snprintf (err, errsz, "--dist-train: '%.64s': visible= takes all or own", tok);
-    return -1;
-}
-
-/* A decimal count from lo to hi, digits only; 0 on success. */
-static int parse_count (const char *val, unsigned long lo, unsigned long hi, uint32_t *out)
-{
-    char *end;
-    unsigned long n;
-
-    if (val[0] < '0' || val[0] > '9')
-        return -1;
-    errno = 0;
-    n = strtoul (val, &end, 10);
-    if (*end != '\0' || errno != 0 || n < lo || n > hi)
-        return -1;
-    *out = (uint32_t) n;
-    return 0;
-}
-
-static int spec_watchdog (struct dist_config *cfg, const char *tok, const char *val, char *err,
-                          size_t errsz)
-{
-    if (parse_count (val, 0, 10000000, &cfg->watchdog_s) == 0)
-        return 0;
-    snprintf (err, errsz, "--dist-train: '%.64s': watchdog= takes seconds, e.g. "
-                          "watchdog=600 (0 = off)", tok);
-    return -1;
-}
-
-static int spec_fail_fast (struct dist_config *cfg, const char *tok, const char *val, char *err,
-                           size_t errsz)
-{
-    bool on;
-
-    if (parse_on_off (val, &on) == 0) {
-        cfg->fail_fast_user = on;
-        return 0;
-    }
-    snprintf (err, errsz, "--dist-train: '%.64s': fail_fast= takes on or off", tok);
-    return -1;
-}
-
-static int spec_preflight (struct dist_config *cfg, const char *tok, const char *val, char *err,
-                            size_t errsz)
-{
-    bool on;
-
-    if (parse_on_off (val, &on) == 0) {
-        cfg->preflight_user = on;
-        return 0;
-    }
-    snprintf (err, errsz, "--dist-train: '%.64s': preflight= takes on or off", tok);
-    return -1;
-}
-
-static int spec_nproc (struct dist_config *cfg, const char *tok, const char *val, char *err,
-                       size_t errsz)
-{
-    if (parse_count (val, 1, DIST_NPROC_MAX, &cfg->nproc) == 0)
-        return 0;
-    snprintf (err, errsz, "--dist-train: '%.64s': nproc= takes the processes a launcher starts "
-                          "on each node, 1 to %d", tok, DIST_NPROC_MAX);
-    return -1;
-}
-
-/* Every word the parsers accept, in three tables that the parsers dispatch on: what is not
- * here is refused, and dist_config_word() lists them for the documentation's test. */
-struct setting {
-    const char *key;
-    int (*parse) (struct dist_config *cfg, const char *tok, const char *val, char *err,
-                  size_t errsz);
-};
-
-static const struct setting spec_settings[] = {
-    { "bind", spec_bind },
-    { "visible", spec_visible },
-    { "fail_fast", spec_fail_fast },
-    { "watchdog", spec_watchdog },
-    { "preflight", spec_preflight },
-    { "nproc", spec_nproc },
-};
-
-#define SPEC_VERBOSE (-1)
-#define SPEC_HELP (-2)
-#define SPEC_PREFLIGHT (-3)
-static const struct {
-    const char *word;
-    int profile; /* an enum dist_profile, or SPEC_VERBOSE, SPEC_HELP */
-} spec_words[] = {
-    { "torch", DIST_PROFILE_TORCH }, { "jax", DIST_PROFILE_JAX }, { "tf", DIST_PROFILE_TF },
-    { "off", DIST_PROFILE_OFF },     { "verbose", SPEC_VERBOSE }, { "help", SPEC_HELP },
-    { "preflight", SPEC_PREFLIGHT }, { "launcher", DIST_PROFILE_LAUNCHER },
-    { "lightning", DIST_PROFILE_LIGHTNING }, { "submitit", DIST_PROFILE_SUBMITIT },
-};
-
 const char *dist_profile_name (enum dist_profile profile)
 {
-    for (size_t i = 0; i < sizeof (spec_words) / sizeof (spec_words[0]); i++)
-        if (spec_words[i].profile == (int) profile)
-            return spec_words[i].word;
+    for (size_t i = 0; i < COUNT (words); i++)
+        if (is_profile (&words[i]) && words[i].value == (long) profile)
+            return words[i].name;
     return "?";
 }
 
-#define COUNT(a) (sizeof (a) / sizeof ((a)[0]))
-
-/* The setting of table (n entries) whose key is the klen bytes at key, or NULL. */
-static const struct setting *find_setting (const struct setting *table, size_t n,
-                                           const char *key, size_t klen)
+/* The word of kind whose name is the len bytes at name, or NULL. */
+static const struct word *find (enum dist_config_word_kind kind, const char *name, size_t len)
 {
-    for (size_t i = 0; i < n; i++)
-        if (strlen (table[i].key) == klen && strncmp (table[i].key, key, klen) == 0)
-            return &table[i];
+    for (size_t i = 0; i < COUNT (words); i++)
+        if (words[i].kind == kind && strlen (words[i].name) == len
+            && strncmp (words[i].name, name, len) == 0)
+            return &words[i];
     return NULL;
 }
 
-static int parse_spec_setting (struct dist_config *cfg, const char *tok,
-                               char *err, size_t errsz)
+/* Apply w's value; a bad one that its setter did not explain is told what w takes. */
+static int apply (struct parse *p, const struct word *w, const char *val)
 {
-    const char *eq = strchr (tok, '=');
-    const struct setting *set =
-        find_setting (spec_settings, COUNT (spec_settings), tok, (size_t) (eq - tok));
+    struct text t = { p->err, p->errsz, 0 };
 
-    if (set != NULL)
-        return set->parse (cfg, tok, eq + 1, err, errsz);
-    snprintf (err, errsz,
-              "--dist-train: unknown SPEC setting '%.64s'; valid: bind=auto|gpu|cpu|none, "
-              "visible=all|own, fail_fast=on|off, watchdog=SECONDS, preflight=on|off, "
-              "nproc=N", tok);
+    if (p->errsz > 0)
+        p->err[0] = '\0';
+    if (w->set (p, w, val) == 0)
+        return 0;
+    if (t.size == 0 || p->err[0] != '\0')
+        return -1;
+    if (w->kind == DIST_WORD_PLUGSTACK)
+        put (&t, "%s=%.64s: expected ", w->name, val);
+    else
+        put (&t, "--dist-train: '%.64s': %s= takes ", p->tok, w->name);
+    if (w->choices != NULL)
+        put_choices (&t, w, ", ", " or ");
+    else
+        put (&t, "%s", w->takes != NULL ? w->takes : "another value");
     return -1;
 }
 
@@ -278,59 +568,42 @@ int dist_config_parse_spec (struct dist_config *cfg, const char *spec,
 {
     char buf[SPEC_MAX];
     char *tok, *save = NULL;
-    bool profile_seen = false;
+    struct parse p = { .cfg = cfg, .err = err, .errsz = errsz };
+    struct text t = { err, errsz, 0 };
 
     if (spec == NULL)
         spec = "";
+    p.spec = spec;
     if (strlen (spec) >= sizeof (buf)) {
         snprintf (err, errsz, "--dist-train SPEC is longer than %zu characters",
                   sizeof (buf) - 1);
         return -1;
     }
     strcpy (buf, spec);
-    cfg->profile = DIST_PROFILE_TORCH;
+    cfg->profile = PROFILE_DEFAULT;
     cfg->verbose = false;
     cfg->nproc = 0;
     cfg->help = false;
     for (tok = strtok_r (buf, ",", &save); tok != NULL;
          tok = strtok_r (NULL, ",", &save)) {
-        int p = -100;
-        if (strchr (tok, '=') != NULL) {
-            if (parse_spec_setting (cfg, tok, err, errsz) < 0)
-                return -1;
-            continue;
-        }
-        for (size_t i = 0; i < COUNT (spec_words); i++)
-            if (strcmp (tok, spec_words[i].word) == 0)
-                p = spec_words[i].profile;
-        if (p == SPEC_VERBOSE) {
-            cfg->verbose = true;
-            continue;
-        }
-        if (p == SPEC_HELP) {
-            cfg->help = true;
-            continue;
-        }
-        if (p == SPEC_PREFLIGHT) {
-            cfg->preflight_user = 1;
-            continue;
-        }
-        if (p < 0) {
-            snprintf (err, errsz,
-                      "--dist-train: unknown SPEC token '%.48s'; valid: "
-                      "torch, jax, tf, off, launcher, lightning, submitit, verbose, preflight, "
-                      "bind=..., visible=..., nproc=..., help (comma-separated)", tok);
+        const char *eq = strchr (tok, '=');
+        const struct word *w = eq != NULL ? find (DIST_WORD_SPEC_SETTING, tok, (size_t) (eq - tok))
+                                          : find (DIST_WORD_SPEC, tok, strlen (tok));
+
+        if (w == NULL && eq != NULL) {
+            put (&t, "--dist-train: unknown SPEC setting '%.64s'; valid: ", tok);
+            put_words (&t, is_setting, STYLE_FULL);
             return -1;
         }
-        if (profile_seen && (enum dist_profile) p != cfg->profile) {
-            snprintf (err, errsz,
-                      "--dist-train: SPEC '%.128s' names two profiles; give one of torch, jax, tf, "
-                      "launcher, lightning, submitit, off",
-                      spec);
+        if (w == NULL) {
+            put (&t, "--dist-train: unknown SPEC token '%.48s'; valid: ", tok);
+            put_words (&t, is_spec, STYLE_KEY);
+            put (&t, " (comma-separated)");
             return -1;
         }
-        profile_seen = true;
-        cfg->profile = (enum dist_profile) p;
+        p.tok = tok;
+        if (apply (&p, w, eq != NULL ? eq + 1 : NULL) < 0)
+            return -1;
     }
     /* (checked once SPEC is read: its order is free) */
     if (cfg->nproc > 0 && cfg->profile != DIST_PROFILE_LAUNCHER) {
@@ -349,203 +622,47 @@ int dist_config_parse_spec (struct dist_config *cfg, const char *spec,
     return 0;
 }
 
-/* Parse a decimal port; 0 on success. */
-static int parse_port (const char *s, const char *end, unsigned long *port)
-{
-    char *stop;
-    if (s == end || *s < '0' || *s > '9')
-        return -1;
-    errno = 0;
-    *port = strtoul (s, &stop, 10);
-    if (errno != 0 || stop != end || *port > 65535)
-        return -1;
-    return 0;
-}
-
-static int parse_port_range (struct dist_config *cfg, const char *val,
-                             char *err, size_t errsz)
-{
-    const char *dash = strchr (val, '-');
-    unsigned long lo, hi;
-
-    if (dash == NULL || parse_port (val, dash, &lo) < 0
-        || parse_port (dash + 1, dash + 1 + strlen (dash + 1), &hi) < 0) {
-        snprintf (err, errsz,
-                  "port_range=%.32s: expected LO-HI with ports 1024-65535, e.g. port_range=%d-%d",
-                  val, DIST_PORT_LO_DEFAULT, DIST_PORT_HI_DEFAULT);
-        return -1;
-    }
-    if (lo < 1024 || lo > hi) {
-        snprintf (err, errsz,
-                  "port_range=%.32s: the range is empty or below 1024 "
-                  "(tasks cannot bind privileged ports); e.g. port_range=%d-%d",
-                  val, DIST_PORT_LO_DEFAULT, DIST_PORT_HI_DEFAULT);
-        return -1;
-    }
-    cfg->port_lo = (uint16_t) lo;
-    cfg->port_hi = (uint16_t) hi;
-    return 0;
-}
-
-static int parse_ifname (struct dist_config *cfg, const char *val,
-                         char *err, size_t errsz)
-{
-    size_t len = strlen (val);
-    size_t i;
-
-    if (len == 0 || len >= sizeof (cfg->ifname)) {
-        snprintf (err, errsz, "ifname=%.32s: an interface name has 1 to %zu characters",
-                  val, sizeof (cfg->ifname) - 1);
-        return -1;
-    }
-    for (i = 0; i < len; i++) {
-        if (val[i] == '/' || val[i] <= ' ' || val[i] > '~') {
-            snprintf (err, errsz, "ifname=%.32s: not a valid interface name", val);
-            return -1;
-        }
-    }
-    memcpy (cfg->ifname, val, len + 1);
-    return 0;
-}
-
-/* Plugstack keys: each parses its value. */
-static int arg_port_range (struct dist_config *cfg, const char *arg, const char *val, char *err,
-                           size_t errsz)
-{
-    (void) arg;
-    return parse_port_range (cfg, val, err, errsz);
-}
-
-static int arg_ifname (struct dist_config *cfg, const char *arg, const char *val, char *err,
-                       size_t errsz)
-{
-    (void) arg;
-    return parse_ifname (cfg, val, err, errsz);
-}
-
-static int arg_bind (struct dist_config *cfg, const char *arg, const char *val, char *err,
-                     size_t errsz)
-{
-    (void) arg;
-    if (parse_bind (val, &cfg->bind_site) == 0)
-        return 0;
-    snprintf (err, errsz, "bind=%.32s: expected auto, gpu, cpu or none", val);
-    return -1;
-}
-
-static int arg_visible (struct dist_config *cfg, const char *arg, const char *val, char *err,
-                        size_t errsz)
-{
-    (void) arg;
-    if (parse_visible (val, &cfg->visible_own) == 0)
-        return 0;
-    snprintf (err, errsz, "visible=%.32s: expected all or own", val);
-    return -1;
-}
-
-static int arg_fail_fast (struct dist_config *cfg, const char *arg, const char *val, char *err,
-                          size_t errsz)
-{
-    (void) arg;
-    if (parse_on_off (val, &cfg->fail_fast_site) == 0)
-        return 0;
-    snprintf (err, errsz, "fail_fast=%.32s: expected on or off", val);
-    return -1;
-}
-
-static int arg_nic (struct dist_config *cfg, const char *arg, const char *val, char *err,
-                    size_t errsz)
-{
-    (void) arg;
-    if (strcmp (val, "auto") == 0 || strcmp (val, "off") == 0) {
-        cfg->nic_auto = strcmp (val, "auto") == 0;
-        return 0;
-    }
-    snprintf (err, errsz, "nic=%.32s: expected auto or off", val);
-    return -1;
-}
-
-static int arg_topology (struct dist_config *cfg, const char *arg, const char *val, char *err,
-                         size_t errsz)
-{
-    (void) arg;
-    if (val[0] == '/' && strlen (val) < sizeof (cfg->topology)) {
-        snprintf (cfg->topology, sizeof (cfg->topology), "%s", val);
-        return 0;
-    }
-    snprintf (err, errsz, "topology=%.64s: expected an absolute path to an hwloc XML "
-                          "file (lstopo --of xml), shorter than %zu characters",
-              val, sizeof (cfg->topology));
-    return -1;
-}
-
-static int arg_preflight (struct dist_config *cfg, const char *arg, const char *val, char *err,
-                          size_t errsz)
-{
-    (void) arg;
-    if (parse_on_off (val, &cfg->preflight_site) == 0)
-        return 0;
-    snprintf (err, errsz, "preflight=%.32s: expected on or off", val);
-    return -1;
-}
-
-static int arg_doctor (struct dist_config *cfg, const char *arg, const char *val, char *err,
-                       size_t errsz)
-{
-    (void) arg;
-    if (val[0] == '/' && strlen (val) < sizeof (cfg->doctor)) {
-        snprintf (cfg->doctor, sizeof (cfg->doctor), "%s", val);
-        return 0;
-    }
-    snprintf (err, errsz, "doctor=%.64s: expected the absolute path of dist-train-doctor, "
-                          "shorter than %zu characters",
-              val, sizeof (cfg->doctor));
-    return -1;
-}
-
-static const struct setting plugstack_keys[] = {
-    { "port_range", arg_port_range }, { "ifname", arg_ifname }, { "bind", arg_bind },
-    { "visible", arg_visible },       { "nic", arg_nic },       { "topology", arg_topology },
-    { "fail_fast", arg_fail_fast },   { "preflight", arg_preflight }, { "doctor", arg_doctor },
-};
-
 int dist_config_parse_arg (struct dist_config *cfg, const char *arg,
                            char *err, size_t errsz)
 {
     const char *eq = strchr (arg, '=');
-    const struct setting *set;
+    struct parse p = { .cfg = cfg, .tok = arg, .err = err, .errsz = errsz };
+    struct text t = { err, errsz, 0 };
+    const struct word *w;
     size_t klen;
 
     if (eq == NULL) {
-        snprintf (err, errsz, "plugstack argument '%.64s' is not key=value; valid keys: %s",
-                  arg, ARG_KEYS);
+        put (&t, "plugstack argument '%.64s' is not key=value; valid keys: ", arg);
+        put_words (&t, is_plugstack, STYLE_NAME);
         return -1;
     }
     klen = (size_t) (eq - arg);
-    if ((set = find_setting (plugstack_keys, COUNT (plugstack_keys), arg, klen)) != NULL)
-        return set->parse (cfg, arg, eq + 1, err, errsz);
-    snprintf (err, errsz, "unknown plugstack key '%.*s'; valid keys: %s",
-              (int) (klen > 64 ? 64 : klen), arg, ARG_KEYS);
+    if ((w = find (DIST_WORD_PLUGSTACK, arg, klen)) != NULL)
+        return apply (&p, w, eq + 1);
+    put (&t, "unknown plugstack key '%.*s'; valid keys: ", (int) (klen > 64 ? 64 : klen), arg);
+    put_words (&t, is_plugstack, STYLE_NAME);
     return -1;
 }
 
 const char *dist_config_word (size_t i, enum dist_config_word_kind *kind)
 {
-    if (i < COUNT (spec_words)) {
-        *kind = DIST_WORD_SPEC;
-        return spec_words[i].word;
-    }
-    i -= COUNT (spec_words);
-    if (i < COUNT (spec_settings)) {
-        *kind = DIST_WORD_SPEC_SETTING;
-        return spec_settings[i].key;
-    }
-    i -= COUNT (spec_settings);
-    if (i < COUNT (plugstack_keys)) {
-        *kind = DIST_WORD_PLUGSTACK;
-        return plugstack_keys[i].key;
-    }
-    return NULL;
+    if (i >= COUNT (words))
+        return NULL;
+    *kind = words[i].kind;
+    return words[i].name;
+}
+
+const char *dist_config_word_syntax (size_t i, char *buf, size_t size)
+{
+    struct text t = { buf, size, 0 };
+
+    if (i >= COUNT (words))
+        return NULL;
+    if (size > 0)
+        buf[0] = '\0';
+    if (words[i].kind != DIST_WORD_SPEC)
+        put_syntax (&t, &words[i]);
+    return buf;
 }
 
 void dist_printable (char *text)

@@ -95,9 +95,11 @@ int dist_config_parse_arg (struct dist_config *cfg, const char *arg,
 /* Make a message safe for a log line: every byte below 0x20 and 0x7f (a
  * newline that would forge a line of slurmd's log, an escape sequence)
  * becomes '?'.  Applied to every message that repeats what a user gave. */
-/* The words the parsers accept, from their own tables: SPEC tokens (torch, verbose ...),
+void dist_printable (char *text);
+
+/* The words the parsers accept, from their one table: SPEC tokens (torch, verbose ...),
  * SPEC settings (bind= ...) and plugstack keys (port_range= ...). Entry i, or NULL past the
- * last; *kind says which. The man page's test checks each is documented. */
+ * last; *kind says which. The documentation's test checks each is documented. */
 enum dist_config_word_kind {
     DIST_WORD_SPEC,
     DIST_WORD_SPEC_SETTING,
@@ -105,9 +107,18 @@ enum dist_config_word_kind {
 };
 const char *dist_config_word (size_t i, enum dist_config_word_kind *kind);
 
-void dist_printable (char *text);
+/* Entry i's value syntax in buf ("auto|gpu|cpu|none", "SECONDS"; "" for a SPEC token),
+ * or NULL past the last entry. */
+const char *dist_config_word_syntax (size_t i, char *buf, size_t size);
 
-/* The text shown for --dist-train=help and in srun --help. */
-extern const char dist_spec_help[];
+/* Texts made from the same table, each built once: what --dist-train=help prints, the
+ * one paragraph for srun --help (struct spank_option's usage), and the plugstack.conf
+ * arguments with what each does. */
+const char *dist_config_help (void);
+const char *dist_config_usage (void);
+const char *dist_config_plugstack_help (void);
+
+/* The old name of dist_config_help (), for callers not yet moved to it. */
+#define dist_spec_help (dist_config_help ())
 
 #endif /* DIST_CONFIG_H */
