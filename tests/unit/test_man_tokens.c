@@ -1,6 +1,7 @@
-/* test_man_tokens.c - every SPEC token and plugstack key the parser accepts is documented
- * in dist-train(8): the words come from libdist/config.c's own tables
- * (dist_config_word), so a new one cannot be added without its documentation. */
+/* test_man_tokens.c - every SPEC token, SPEC setting and plugstack key the parser accepts is
+ * documented, with its value syntax, in dist-train(8) and README.md, and is in each text made
+ * from the parser's table: the words come from that table (dist_config_word), so a new one
+ * cannot be added without its documentation. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,15 +16,30 @@
 #ifndef MAN_PAGE
 #define MAN_PAGE "doc/man/dist-train.8"
 #endif
+#ifndef README
+#define README "README.md"
+#endif
 
-/* The page's text with roff's font changes (\fB ...) removed and \- made '-'. */
-static char *page_text (void)
+static int is_macro (const char *line, const char *name)
 {
-    FILE *f = fopen (MAN_PAGE, "r");
+    size_t n = strlen (name);
+
+    return strncmp (line, name, n) == 0 && line[n] == ' ';
+}
+
+/* The file's text.  For a roff page: font changes (\fB ...) removed, \- made '-', and the
+ * arguments of the macros that alternate fonts (.BR bind= { auto | gpu }) joined as they
+ * print ("bind={auto|gpu}"), quoted ones with their spaces. */
+static char *read_text (const char *path, int roff)
+{
+    static const char *const alternating[] = { ".BR", ".BI", ".IR", ".RB", ".IB", ".RI" };
+    FILE *f = fopen (path, "r");
     char *raw, *out, *o;
     size_t len;
+    int joining = 0, quoted = 0;
 
-    assert_non_null (f);
+    if (f == NULL)
+        fail_msg ("cannot open %s", path);
     raw = calloc (1, 1 << 20);
     assert_non_null (raw);
     len = fread (raw, 1, (1 << 20) - 1, f);
@@ -31,6 +47,19 @@ static char *page_text (void)
     out = o = calloc (1, len + 1);
     assert_non_null (out);
     for (size_t i = 0; i < len; i++) {
+        if (roff && (i == 0 || raw[i - 1] == '\n')) {
+            joining = 0;
+            for (size_t m = 0; m < sizeof (alternating) / sizeof (alternating[0]); m++)
+                joining |= is_macro (raw + i, alternating[m]);
+            if (joining) {
+                i += 3; /* the macro and its space */
+                continue;
+            }
+        }
+        if (!roff) {
+            *o++ = raw[i];
+            continue;
+        }
         if (raw[i] == '\\' && raw[i + 1] == 'f' && raw[i + 2] != '\0') {
             i += 2;
             continue;
@@ -40,6 +69,12 @@ static char *page_text (void)
             i++;
             continue;
         }
+        if (joining && raw[i] == '"') {
+            quoted = !quoted;
+            continue;
+        }
+        if (joining && raw[i] == ' ' && !quoted)
+            continue;
         *o++ = raw[i];
     }
     free (raw);
@@ -65,28 +100,121 @@ static int documented (const char *text, const char *word, int key)
     return 0;
 }
 
-static void every_word_is_in_the_man_page (void **state)
+/* Entry i as it is written: a token alone, a setting or a key with its value syntax
+ * ("bind=auto|gpu|cpu|none"), or with braces around it as the man page writes choices. */
+static const char *label (size_t i, int braces, char *buf, size_t size)
+{
+    enum dist_config_word_kind kind;
+    const char *word = dist_config_word (i, &kind);
+    char syntax[128];
+
+    dist_config_word_syntax (i, syntax, sizeof (syntax));
+    if (kind == DIST_WORD_SPEC)
+        snprintf (buf, size, "%s", word);
+    else
+        snprintf (buf, size, braces ? "%s={%s}" : "%s=%s", word, syntax);
+    return buf;
+}
+
+/* Which of a text's words must be there: a token as a word, a setting or key as key=,
+ * and with its syntax where the text spells it out. */
+enum want { WORD, KEY, SYNTAX };
+
+/* Each entry whose kind is in kinds (a bit per kind) is in text as want says; the ones that
+ * are not are named on stderr.  Returns how many entries were looked for. */
+static size_t check_words (const char *name, const char *text, unsigned kinds, enum want want)
 {
     enum dist_config_word_kind kind;
     const char *word;
-    char *text = page_text ();
-    int missing = 0, seen[3] = { 0, 0, 0 };
+    size_t looked = 0;
+    int missing = 0;
+    char buf[160], alt[160];
 
-    (void) state;
+    /* the check can fail: a word that is nowhere is missing */
+    assert_false (documented (text, "no_such_dist_train_word", 0));
     for (size_t i = 0; (word = dist_config_word (i, &kind)) != NULL; i++) {
-        seen[kind]++;
-        if (!documented (text, word, kind != DIST_WORD_SPEC)) {
-            fprintf (stderr, "%s: %s '%s%s' is not documented\n", MAN_PAGE,
-                     kind == DIST_WORD_PLUGSTACK ? "plugstack key" : "SPEC token", word,
-                     kind == DIST_WORD_SPEC ? "" : "=");
+        int found;
+
+        if (!(kinds & (1u << kind)))
+            continue;
+        looked++;
+        if (kind == DIST_WORD_SPEC || want == WORD)
+            found = documented (text, word, 0);
+        else if (want == KEY)
+            found = documented (text, word, 1);
+        else
+            found = documented (text, label (i, 0, buf, sizeof (buf)), 0)
+                    || documented (text, label (i, 1, alt, sizeof (alt)), 0);
+        if (!found) {
+            fprintf (stderr, "%s: %s '%s' is not there\n", name,
+                     kind == DIST_WORD_PLUGSTACK ? "plugstack key" : "SPEC word",
+                     want == SYNTAX ? label (i, 0, buf, sizeof (buf)) : word);
             missing++;
         }
     }
-    free (text);
-    /* the tables are there: profiles and flags, settings, plugstack keys */
+    assert_int_equal (missing, 0);
+    return looked;
+}
+
+#define SPEC_KINDS ((1u << DIST_WORD_SPEC) | (1u << DIST_WORD_SPEC_SETTING))
+#define PLUGSTACK_KINDS (1u << DIST_WORD_PLUGSTACK)
+#define ALL_KINDS (SPEC_KINDS | PLUGSTACK_KINDS)
+
+static void every_word_is_in_the_man_page (void **state)
+{
+    enum dist_config_word_kind kind;
+    char *text = read_text (MAN_PAGE, 1);
+    int seen[3] = { 0, 0, 0 };
+
+    (void) state;
+    for (size_t i = 0; dist_config_word (i, &kind) != NULL; i++)
+        seen[kind]++;
+    /* the table is there: profiles and flags, settings, plugstack keys */
     assert_true (seen[DIST_WORD_SPEC] >= 6 && seen[DIST_WORD_SPEC_SETTING] >= 4
                  && seen[DIST_WORD_PLUGSTACK] >= 7);
-    assert_int_equal (missing, 0);
+    check_words (MAN_PAGE, text, ALL_KINDS, SYNTAX);
+    /* the roff is read as it prints */
+    assert_true (documented (text, "bind={auto|gpu|cpu|none}", 0));
+    free (text);
+}
+
+static void every_word_is_in_the_readme (void **state)
+{
+    char *text = read_text (README, 0);
+
+    (void) state;
+    check_words (README, text, ALL_KINDS, SYNTAX);
+    free (text);
+}
+
+/* What --dist-train=help, srun --help and an admin read name every word of theirs. */
+static void every_word_is_in_the_help_texts (void **state)
+{
+    (void) state;
+    assert_true (check_words ("--dist-train=help", dist_config_help (), SPEC_KINDS, SYNTAX) > 0);
+    check_words ("srun --help", dist_config_usage (), SPEC_KINDS, SYNTAX);
+    check_words ("plugstack help", dist_config_plugstack_help (), PLUGSTACK_KINDS, SYNTAX);
+}
+
+/* The messages for an unknown word list every valid one, even after a long bad token. */
+static void every_word_is_in_the_messages (void **state)
+{
+    struct dist_config cfg;
+    char err[DIST_ERR_MAX], token[128];
+
+    (void) state;
+    memset (token, 'x', sizeof (token) - 1);
+    token[sizeof (token) - 1] = '\0';
+    dist_config_init (&cfg);
+    assert_int_equal (dist_config_parse_spec (&cfg, token, err, sizeof (err)), -1);
+    check_words ("unknown SPEC token", err, SPEC_KINDS, KEY);
+    memcpy (token + sizeof (token) - 3, "=x", 3);
+    assert_int_equal (dist_config_parse_spec (&cfg, token, err, sizeof (err)), -1);
+    check_words ("unknown SPEC setting", err, 1u << DIST_WORD_SPEC_SETTING, SYNTAX);
+    assert_int_equal (dist_config_parse_arg (&cfg, token, err, sizeof (err)), -1);
+    check_words ("unknown plugstack key", err, PLUGSTACK_KINDS, WORD);
+    assert_int_equal (dist_config_parse_arg (&cfg, "x", err, sizeof (err)), -1);
+    check_words ("plugstack argument without '='", err, PLUGSTACK_KINDS, WORD);
 }
 
 /* The table is the parser's: each word it lists is accepted, and a word not in it is not. */
@@ -121,6 +249,9 @@ int main (void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test (every_word_is_in_the_man_page),
+        cmocka_unit_test (every_word_is_in_the_readme),
+        cmocka_unit_test (every_word_is_in_the_help_texts),
+        cmocka_unit_test (every_word_is_in_the_messages),
         cmocka_unit_test (the_table_is_what_the_parser_accepts),
     };
 
