@@ -11,7 +11,9 @@
 #include <stdint.h>
 
 #define DIST_IFNAME_MAX 16 /* IFNAMSIZ, including the NUL */
-#define DIST_ERR_MAX 256
+/* The room for a message: the longest, for an unknown SPEC token, lists every SPEC word,
+ * and new words must still fit (test_config checks that it ends whole). */
+#define DIST_ERR_MAX 512
 
 /* Default port range: below Linux's ephemeral range (32768-60999), so
  * ports the kernel hands out to outgoing connections never collide. */
