@@ -101,10 +101,10 @@ const char *dtshim_backend (void);
  * SLURM_STEP_NODELIST names it); NULL before dtshim_init(). */
 const char *dtshim_chief_host (void);
 
-/* A numeric address of the chief's node (IPv4 preferred), never loopback: the chief's host
- * name resolved, or MASTER_ADDR when the name resolves only to loopback and the SPANK plugin
- * set it (127.0.0.1 in a world of one without PMIx). Written with its terminating NUL into
- * buf of len bytes. Not collective. */
+/* A numeric address of the chief's node (IPv4 preferred), never loopback or link-local: the
+ * chief's host name resolved, as the SPANK plugin picks MASTER_ADDR, or MASTER_ADDR when the
+ * name resolves to no other address and the SPANK plugin set it (127.0.0.1 in a world of one
+ * without PMIx). Written with its terminating NUL into buf of len bytes. Not collective. */
 int dtshim_chief_addr (char *buf, size_t len);
 
 /* Deadline of every collective that follows, in seconds (0 = wait forever; more than a

@@ -1,8 +1,6 @@
 /* init.c - connecting to the step's PMIx server, the facts it gives, settings and errors. */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
-#include <netinet/in.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -13,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "libdist/address.h"
 #include "shim/dtshim.h"
 #include "shim/shim.h"
 #include "shim/wire.h"
@@ -74,7 +73,7 @@ const char *dtshim_strerror (int status)
     case DTSHIM_ERR_NO_MEMORY:
         return "out of memory";
     case DTSHIM_ERR_NO_ADDRESS:
-        return "rank 0's host resolves to no non-loopback address";
+        return "rank 0's host resolves to no address other than loopback or link-local";
     case DTSHIM_ERR_SIGNAL:
         return "cannot install the preemption signal handler";
     case DTSHIM_ERR_NO_ID:
@@ -379,54 +378,34 @@ const char *dtshim_chief_host (void)
     return shim_world.initialized ? shim_world.chief_host : NULL;
 }
 
-static bool is_loopback (const struct sockaddr *sa)
-{
-    if (sa->sa_family == AF_INET)
-        return (ntohl (((const struct sockaddr_in *) sa)->sin_addr.s_addr) >> 24) == 127;
-    if (sa->sa_family == AF_INET6)
-        return IN6_IS_ADDR_LOOPBACK (&((const struct sockaddr_in6 *) sa)->sin6_addr);
-    return true;
-}
-
 int dtshim_chief_addr (char *buf, size_t len)
 {
-    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *list = NULL, *ai;
-    const struct addrinfo *v4 = NULL, *v6 = NULL, *pick;
-    const char *master;
-    int rc, rv = DTSHIM_OK;
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *list = NULL;
+    char resolved[DIST_ADDR_MAX];
+    const char *master, *addr = NULL;
+    int rc;
 
     if (!shim_world.initialized)
         return DTSHIM_ERR_NOT_INITIALIZED;
     if (buf == NULL || len == 0)
         return DTSHIM_ERR_INVALID;
+    /* The SPANK plugin's policy (libdist/address.c), so both name the same address: never
+     * loopback or link-local, which the other nodes cannot reach. */
     rc = getaddrinfo (shim_world.chief_host, NULL, &hints, &list);
-    for (ai = rc == 0 ? list : NULL; ai != NULL; ai = ai->ai_next) {
-        if (is_loopback (ai->ai_addr))
-            continue;
-        if (ai->ai_family == AF_INET && v4 == NULL)
-            v4 = ai;
-        if (ai->ai_family == AF_INET6 && v6 == NULL)
-            v6 = ai;
-    }
-    pick = v4 != NULL ? v4 : v6;
-    if (pick != NULL) {
-        if (getnameinfo (pick->ai_addr, pick->ai_addrlen, buf, len, NULL, 0, NI_NUMERICHOST) != 0)
-            rv = DTSHIM_ERR_INVALID;
-    } else if ((master = getenv ("MASTER_ADDR")) != NULL && *master != '\0') {
-        /* The SPANK plugin's choice, made from Slurm's NodeAddr for the same node. */
-        if ((size_t) snprintf (buf, len, "%s", master) >= len)
-            rv = DTSHIM_ERR_INVALID;
-    } else if (shim_world.transport == NULL) {
-        /* A world of one: every peer is this process, loopback reaches it. */
-        if ((size_t) snprintf (buf, len, "127.0.0.1") >= len)
-            rv = DTSHIM_ERR_INVALID;
-    } else {
-        rv = shim_fail (DTSHIM_ERR_NO_ADDRESS, "%s: %s", shim_world.chief_host,
-                        rc != 0 ? gai_strerror (rc) : "only loopback addresses");
-    }
+    if (rc == 0 && dist_address_pick (list, resolved, sizeof (resolved)) == 0)
+        addr = resolved;
+    else if ((master = getenv ("MASTER_ADDR")) != NULL && *master != '\0')
+        addr = master; /* the SPANK plugin's choice, from Slurm's NodeAddr for that node */
+    else if (shim_world.transport == NULL)
+        addr = "127.0.0.1"; /* a world of one: every peer is this process, loopback reaches it */
     if (list != NULL)
         freeaddrinfo (list);
-    return rv;
+    if (addr == NULL)
+        return shim_fail (DTSHIM_ERR_NO_ADDRESS, "%s: %s", shim_world.chief_host,
+                          rc != 0 ? gai_strerror (rc) : "only loopback or link-local addresses");
+    if ((size_t) snprintf (buf, len, "%s", addr) >= len)
+        return DTSHIM_ERR_INVALID;
+    return DTSHIM_OK;
 }
 
 int dtshim_set_timeout (double seconds)

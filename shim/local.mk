@@ -15,7 +15,8 @@ shim_libdtshim_la_SOURCES = \
 	shim/exchange.c \
 	shim/preempt.c \
 	shim/watchdog.c \
-	shim/nccl.c
+	shim/nccl.c \
+	libdist/address.c libdist/address.h
 shim_libdtshim_la_CPPFLAGS = $(AM_CPPFLAGS) $(PMIX_CFLAGS) -DSLURM_SYSCONFDIR='"$(slurm_sysconfdir)"'
 shim_libdtshim_la_CFLAGS = $(AM_CFLAGS) -pthread
 shim_libdtshim_la_LIBADD = $(PMIX_LIBS) -lm
@@ -56,10 +57,12 @@ tests_unit_test_shim_wire_LDADD = $(UNIT_LINKLIBS) -lm
 # The library's own sources again, with the sanitizers, in a world of one (no PMIx server).
 check_PROGRAMS += tests/unit/test_shim_local
 tests_unit_test_shim_local_SOURCES = tests/unit/test_shim_local.c \
-	shim/wire.c shim/pmi2wire.c shim/pmi2.c shim/pmi2kvs.c shim/init.c shim/collective.c shim/exchange.c shim/preempt.c shim/watchdog.c shim/nccl.c
+	shim/wire.c shim/pmi2wire.c shim/pmi2.c shim/pmi2kvs.c shim/init.c shim/collective.c shim/exchange.c shim/preempt.c shim/watchdog.c shim/nccl.c \
+	libdist/address.c
 tests_unit_test_shim_local_CFLAGS = $(UNIT_COMPILEFLAGS) $(PMIX_CFLAGS) -pthread \
 	-DSLURM_SYSCONFDIR='"$(slurm_sysconfdir)"'
-tests_unit_test_shim_local_LDFLAGS = $(UNIT_LINKFLAGS) -pthread
+tests_unit_test_shim_local_LDFLAGS = $(UNIT_LINKFLAGS) -pthread \
+	-Wl,--wrap=getaddrinfo -Wl,--wrap=freeaddrinfo
 tests_unit_test_shim_local_LDADD = $(UNIT_LINKLIBS) $(PMIX_LIBS) -lm
 endif
 

@@ -3,11 +3,15 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -16,6 +20,63 @@
 #include <cmocka.h>
 
 #include "shim/dtshim.h"
+
+/* What the resolver answers for rank 0's host while fake_resolve() has set a list: the
+ * shim's getaddrinfo and freeaddrinfo are wrapped (-Wl,--wrap in shim/local.mk). */
+static struct {
+    bool on;
+    struct addrinfo ai[4];
+    struct sockaddr_storage ss[4];
+} fake;
+
+int __real_getaddrinfo (const char *node, const char *service, const struct addrinfo *hints,
+                        struct addrinfo **res);
+void __real_freeaddrinfo (struct addrinfo *res);
+int __wrap_getaddrinfo (const char *node, const char *service, const struct addrinfo *hints,
+                        struct addrinfo **res);
+void __wrap_freeaddrinfo (struct addrinfo *res);
+
+int __wrap_getaddrinfo (const char *node, const char *service, const struct addrinfo *hints,
+                        struct addrinfo **res)
+{
+    if (!fake.on)
+        return __real_getaddrinfo (node, service, hints, res);
+    *res = &fake.ai[0];
+    return 0;
+}
+
+void __wrap_freeaddrinfo (struct addrinfo *res)
+{
+    if (res != &fake.ai[0])
+        __real_freeaddrinfo (res);
+}
+
+/* Numeric addresses (at most 4, NULL-terminated) as getaddrinfo's list; NULL: the real one. */
+static void fake_resolve (const char **addrs)
+{
+    size_t n = 0;
+
+    memset (&fake, 0, sizeof (fake));
+    for (; addrs != NULL && addrs[n] != NULL; n++) {
+        struct sockaddr_in *in = (struct sockaddr_in *) &fake.ss[n];
+        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *) &fake.ss[n];
+
+        assert_true (n < 4);
+        if (inet_pton (AF_INET, addrs[n], &in->sin_addr) == 1) {
+            in->sin_family = fake.ai[n].ai_family = AF_INET;
+            fake.ai[n].ai_addrlen = sizeof (*in);
+        } else {
+            assert_int_equal (inet_pton (AF_INET6, addrs[n], &in6->sin6_addr), 1);
+            in6->sin6_family = fake.ai[n].ai_family = AF_INET6;
+            fake.ai[n].ai_addrlen = sizeof (*in6);
+        }
+        fake.ai[n].ai_socktype = SOCK_STREAM;
+        fake.ai[n].ai_addr = (struct sockaddr *) &fake.ss[n];
+        if (n > 0)
+            fake.ai[n - 1].ai_next = &fake.ai[n];
+    }
+    fake.on = n > 0;
+}
 
 static int setup (void **state)
 {
@@ -27,6 +88,8 @@ static int setup (void **state)
     unsetenv ("DTSHIM_TIMEOUT");
     unsetenv ("DTSHIM_PREEMPT_SIGNAL");
     unsetenv ("DIST_TRAIN_WATCHDOG");
+    unsetenv ("MASTER_ADDR");
+    fake_resolve (NULL);
     return 0;
 }
 
@@ -136,6 +199,29 @@ static void world_of_one (void **state)
     assert_int_equal (dtshim_chief_addr (addr, sizeof (addr)), DTSHIM_OK);
     assert_int_equal (dtshim_chief_addr (addr, 2), DTSHIM_ERR_INVALID);
     assert_int_equal (dtshim_barrier (), DTSHIM_OK);
+}
+
+/* The SPANK plugin's policy: a link-local address is never rank 0's, since the other nodes
+ * cannot reach it; without another one, MASTER_ADDR, then loopback in a world of one. */
+static void chief_addr_is_never_link_local (void **state)
+{
+    char addr[64];
+
+    assert_int_equal (dtshim_init (), DTSHIM_OK);
+    fake_resolve ((const char *[]) {"fe80::1", "::1", "127.0.1.1", NULL});
+    setenv ("MASTER_ADDR", "10.1.2.3", 1);
+    assert_int_equal (dtshim_chief_addr (addr, sizeof (addr)), DTSHIM_OK);
+    assert_string_equal (addr, "10.1.2.3");
+    unsetenv ("MASTER_ADDR");
+    assert_int_equal (dtshim_chief_addr (addr, sizeof (addr)), DTSHIM_OK);
+    assert_string_equal (addr, "127.0.0.1");
+    fake_resolve ((const char *[]) {"fe80::1", "2001:db8::5", "::ffff:127.0.0.1", NULL});
+    assert_int_equal (dtshim_chief_addr (addr, sizeof (addr)), DTSHIM_OK);
+    assert_string_equal (addr, "2001:db8::5");
+    fake_resolve ((const char *[]) {"2001:db8::5", "192.0.2.7", NULL});
+    assert_int_equal (dtshim_chief_addr (addr, sizeof (addr)), DTSHIM_OK);
+    assert_string_equal (addr, "192.0.2.7");
+    assert_int_equal (dtshim_chief_addr (addr, 9), DTSHIM_ERR_INVALID);
 }
 
 static void several_tasks_without_pmix_is_an_error (void **state)
@@ -334,6 +420,7 @@ int main (void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown (facts_before_init_are_minus_one, setup, teardown),
         cmocka_unit_test_setup_teardown (world_of_one, setup, teardown),
+        cmocka_unit_test_setup_teardown (chief_addr_is_never_link_local, setup, teardown),
         cmocka_unit_test_setup_teardown (several_tasks_without_pmix_is_an_error, setup, teardown),
         cmocka_unit_test_setup_teardown (bad_settings_are_errors, setup, teardown),
         cmocka_unit_test_setup_teardown (pmi2_server_that_never_answers, setup, teardown),
