@@ -1,17 +1,16 @@
 /* init.c - connecting to the step's PMIx server, the facts it gives, settings and errors. */
 #include <errno.h>
 #include <netdb.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "libdist/address.h"
+#include "libdist/io.h"
 #include "shim/dtshim.h"
 #include "shim/shim.h"
 #include "shim/wire.h"
@@ -19,6 +18,9 @@
 /* Slurm's own PMIx fence gives up after PMIxTimeout, 300 s by default: ours is the same, so
  * a dead peer is reported no later than Slurm would, without waiting on it. */
 #define DEFAULT_TIMEOUT_S 300.0
+
+/* mpi.conf holds a few lines: a larger file there is not read whole for one setting. */
+#define MPI_CONF_MAX 65535
 
 struct shim_world shim_world = {
     .rank = -1,
@@ -160,27 +162,6 @@ static int read_facts (void)
     return DTSHIM_OK;
 }
 
-/* The text of a small regular file (at most len - 1 bytes), NUL-terminated; -1 when it cannot
- * be read or is larger. Never blocks on a FIFO. */
-static ssize_t read_small_file (const char *path, char *buf, size_t len)
-{
-    struct stat st;
-    ssize_t n, total = 0;
-    int fd = open (path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-
-    if (fd < 0)
-        return -1;
-    if (fstat (fd, &st) != 0 || !S_ISREG (st.st_mode) || st.st_size >= (off_t) len) {
-        close (fd);
-        return -1;
-    }
-    while ((size_t) total < len - 1 && (n = read (fd, buf + total, len - 1 - (size_t) total)) > 0)
-        total += n;
-    close (fd);
-    buf[total] = '\0';
-    return total;
-}
-
 /* Which collective Slurm's PMIx runs for this step's fences: SLURM_PMIX_FENCE in the step's
  * environment, else PMIxCollFence in mpi.conf beside slurm.conf (Slurm reads them in that
  * order). "tree" is no synchronization on most steps: Slurm builds its tree with TreeWidth
@@ -190,7 +171,9 @@ static ssize_t read_small_file (const char *path, char *buf, size_t len)
 static bool tree_fence (char *where, size_t len)
 {
     const char *env = getenv ("SLURM_PMIX_FENCE"), *conf = getenv ("SLURM_CONF"), *slash;
-    char path[4096], text[65536], value[16];
+    char path[4096], *text, value[16];
+    size_t text_len;
+    bool found;
 
     if (env != NULL) {
         snprintf (where, len, "SLURM_PMIX_FENCE=%.16s", env);
@@ -201,8 +184,11 @@ static bool tree_fence (char *where, size_t len)
     if ((size_t) (slash - conf) + sizeof ("/mpi.conf") > sizeof (path))
         return false;
     snprintf (path, sizeof (path), "%.*s/mpi.conf", (int) (slash - conf), conf);
-    if (read_small_file (path, text, sizeof (text)) < 0
-        || !shim_conf_value (text, strlen (text), "PMIxCollFence", value, sizeof (value)))
+    if ((text = dist_read_file (path, MPI_CONF_MAX, DIST_FILE_ANYONE, &text_len)) == NULL)
+        return false;
+    found = shim_conf_value (text, strlen (text), "PMIxCollFence", value, sizeof (value));
+    free (text);
+    if (!found)
         return false;
     snprintf (where, len, "PMIxCollFence=%s in %s", value, path);
     return strcmp (value, "tree") == 0;

@@ -16,7 +16,8 @@ shim_libdtshim_la_SOURCES = \
 	shim/preempt.c \
 	shim/watchdog.c \
 	shim/nccl.c \
-	libdist/address.c libdist/address.h
+	libdist/address.c libdist/address.h \
+	libdist/io.c libdist/io.h
 shim_libdtshim_la_CPPFLAGS = $(AM_CPPFLAGS) $(PMIX_CFLAGS) -DSLURM_SYSCONFDIR='"$(slurm_sysconfdir)"'
 shim_libdtshim_la_CFLAGS = $(AM_CFLAGS) -pthread
 shim_libdtshim_la_LIBADD = $(PMIX_LIBS) -lm
@@ -58,7 +59,7 @@ tests_unit_test_shim_wire_LDADD = $(UNIT_LINKLIBS) -lm
 check_PROGRAMS += tests/unit/test_shim_local
 tests_unit_test_shim_local_SOURCES = tests/unit/test_shim_local.c \
 	shim/wire.c shim/pmi2wire.c shim/pmi2.c shim/pmi2kvs.c shim/init.c shim/collective.c shim/exchange.c shim/preempt.c shim/watchdog.c shim/nccl.c \
-	libdist/address.c
+	libdist/address.c libdist/io.c
 tests_unit_test_shim_local_CFLAGS = $(UNIT_COMPILEFLAGS) $(PMIX_CFLAGS) -pthread \
 	-DSLURM_SYSCONFDIR='"$(slurm_sysconfdir)"'
 tests_unit_test_shim_local_LDFLAGS = $(UNIT_LINKFLAGS) -pthread \
