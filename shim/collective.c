@@ -1,58 +1,10 @@
 /* collective.c - barrier, broadcast, allgather, gather and the unique-id exchange, on byte
  * buffers, over the PMIx transport of exchange.c. */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "shim/dtshim.h"
 #include "shim/shim.h"
-
-void shim_begin_deadline (void)
-{
-    double whole, frac;
-
-    clock_gettime (CLOCK_MONOTONIC, &shim_world.deadline);
-    /* Saturated: the settings refuse more than SHIM_TIMEOUT_MAX (1e19 s overflowed here). */
-    frac = modf (shim_world.timeout_s < SHIM_TIMEOUT_MAX ? shim_world.timeout_s : SHIM_TIMEOUT_MAX,
-                 &whole);
-    shim_world.deadline.tv_sec += (time_t) whole;
-    shim_world.deadline.tv_nsec += (long) (frac * 1e9);
-    if (shim_world.deadline.tv_nsec >= 1000000000L) {
-        shim_world.deadline.tv_sec++;
-        shim_world.deadline.tv_nsec -= 1000000000L;
-    }
-}
-
-int shim_begin (uint64_t *seq)
-{
-    if (!shim_world.initialized)
-        return DTSHIM_ERR_NOT_INITIALIZED;
-    pthread_mutex_lock (&shim_world.lock);
-    if (shim_world.broken) {
-        pthread_mutex_unlock (&shim_world.lock);
-        return shim_fail (DTSHIM_ERR_BROKEN, "an earlier collective timed out");
-    }
-    *seq = shim_world.seq++;
-    /* One deadline for the whole call: its fence and its gets. */
-    shim_begin_deadline ();
-    return DTSHIM_OK;
-}
-
-void shim_end (void)
-{
-    pthread_mutex_unlock (&shim_world.lock);
-}
-
-int shim_timed_out (uint64_t seq, const char *what)
-{
-    shim_world.broken = true;
-    shim_fail (DTSHIM_ERR_TIMEOUT,
-               "collective #%llu on rank %d: %s: not every rank answered within %g s",
-               (unsigned long long) seq, shim_world.rank, what, shim_world.timeout_s);
-    if (shim_world.abort_on_timeout && shim_world.initialized)
-        shim_world.transport->abort (1, dtshim_last_error ());
-    return DTSHIM_ERR_TIMEOUT;
-}
 
 static int check_root (int root)
 {

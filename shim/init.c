@@ -1,7 +1,8 @@
-/* init.c - connecting to the step's PMIx server, the facts it gives, settings and errors. */
+/* init.c - starting and ending libdtshim: its settings, the step's server, the handlers;
+ * and what the program asks of it outside the collectives (rank 0's address, the deadline,
+ * abort). */
 #include <errno.h>
 #include <netdb.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,189 +11,9 @@
 #include <unistd.h>
 
 #include "libdist/address.h"
-#include "libdist/io.h"
 #include "shim/dtshim.h"
 #include "shim/shim.h"
 #include "shim/wire.h"
-
-/* Slurm's own PMIx fence gives up after PMIxTimeout, 300 s by default: ours is the same, so
- * a dead peer is reported no later than Slurm would, without waiting on it. */
-#define DEFAULT_TIMEOUT_S 300.0
-
-/* mpi.conf holds a few lines: a larger file there is not read whole for one setting. */
-#define MPI_CONF_MAX 65535
-
-struct shim_world shim_world = {
-    .rank = -1,
-    .size = -1,
-    .local_rank = -1,
-    .local_size = -1,
-    .node_rank = -1,
-    .node_count = -1,
-    .timeout_s = DEFAULT_TIMEOUT_S,
-    .lock = PTHREAD_MUTEX_INITIALIZER,
-};
-
-static __thread char last_error[512];
-
-int shim_fail (int status, const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start (ap, fmt);
-    vsnprintf (last_error, sizeof (last_error), fmt, ap);
-    va_end (ap);
-    return status;
-}
-
-const char *dtshim_last_error (void)
-{
-    return last_error;
-}
-
-const char *dtshim_strerror (int status)
-{
-    switch (status) {
-    case DTSHIM_OK:
-        return "success";
-    case DTSHIM_ERR_NOT_INITIALIZED:
-        return "dtshim_init() has not succeeded";
-    case DTSHIM_ERR_NO_PMIX:
-        return "no PMIx or PMI-2 server in this Slurm step: launch it with srun --mpi=pmix "
-               "or srun --mpi=pmi2 (or set MpiDefault=pmix in slurm.conf)";
-    case DTSHIM_ERR_PMIX:
-        return "a PMIx or PMI-2 call failed";
-    case DTSHIM_ERR_TIMEOUT:
-        return "a peer did not arrive before the deadline (DTSHIM_TIMEOUT)";
-    case DTSHIM_ERR_BROKEN:
-        return "an earlier collective timed out; the step's exchanges are lost";
-    case DTSHIM_ERR_INVALID:
-        return "invalid argument";
-    case DTSHIM_ERR_SIZE:
-        return "ranks passed different sizes to a fixed-size collective";
-    case DTSHIM_ERR_MISMATCH:
-        return "ranks called different collectives at the same step";
-    case DTSHIM_ERR_NO_MEMORY:
-        return "out of memory";
-    case DTSHIM_ERR_NO_ADDRESS:
-        return "rank 0's host resolves to no address other than loopback or link-local";
-    case DTSHIM_ERR_SIGNAL:
-        return "cannot install the preemption signal handler";
-    case DTSHIM_ERR_NO_ID:
-        return "rank 0 could not create the unique id";
-    case DTSHIM_ERR_CUDA:
-        return "a CUDA runtime call failed";
-    case DTSHIM_ERR_NCCL:
-        return "an NCCL call failed";
-    case DTSHIM_ERR_NOT_BUILT:
-        return "libdtshim was built without NCCL";
-    case DTSHIM_ERR_FENCE:
-        return "Slurm's PMIx tree fence does not wait for the other nodes of this step: run it "
-               "with SLURM_PMIX_FENCE=ring (or mixed, Slurm's default)";
-    case DTSHIM_ERR_TOO_LARGE:
-        return "a payload larger than this step's transport carries (PMI-2: 1 MiB per rank): "
-               "launch it with srun --mpi=pmix";
-    }
-    return "unknown dtshim status";
-}
-
-static int get_int (const pmix_proc_t *proc, const char *key, int *out)
-{
-    pmix_value_t *v = NULL;
-    pmix_status_t rc = PMIx_Get (proc, key, NULL, 0, &v);
-    int ok;
-
-    if (rc != PMIX_SUCCESS)
-        return shim_fail (DTSHIM_ERR_PMIX, "PMIx_Get(%s) failed: %s", key, PMIx_Error_string (rc));
-    ok = shim_value_int (v, out);
-    PMIX_VALUE_RELEASE (v);
-    if (ok != 0)
-        return shim_fail (DTSHIM_ERR_PMIX, "PMIx_Get(%s): not a non-negative integer", key);
-    return DTSHIM_OK;
-}
-
-/* PMIX_NUM_NODES when the server gives it, else one more than the highest node id. */
-static int read_node_count (const pmix_proc_t *job)
-{
-    pmix_proc_t peer;
-    int n = 0, id;
-
-    if (get_int (job, PMIX_NUM_NODES, &n) == DTSHIM_OK && n > 0) {
-        shim_world.node_count = n;
-        return DTSHIM_OK;
-    }
-    PMIX_LOAD_NSPACE (peer.nspace, shim_world.self.nspace);
-    for (int r = 0; r < shim_world.size; r++) {
-        peer.rank = (pmix_rank_t) r;
-        if (get_int (&peer, PMIX_NODEID, &id) != DTSHIM_OK)
-            return DTSHIM_ERR_PMIX;
-        if (id + 1 > n)
-            n = id + 1;
-    }
-    shim_world.node_count = n;
-    return DTSHIM_OK;
-}
-
-static int read_facts (void)
-{
-    const pmix_proc_t *me = &shim_world.self;
-    pmix_proc_t job, chief;
-    pmix_value_t *v = NULL;
-    pmix_status_t rc;
-    int rv;
-
-    PMIX_LOAD_PROCID (&job, shim_world.self.nspace, PMIX_RANK_WILDCARD);
-    PMIX_LOAD_PROCID (&chief, shim_world.self.nspace, 0);
-    shim_world.rank = (int) shim_world.self.rank;
-    if ((rv = get_int (&job, PMIX_JOB_SIZE, &shim_world.size)) != DTSHIM_OK
-        || (rv = get_int (me, PMIX_LOCAL_RANK, &shim_world.local_rank)) != DTSHIM_OK
-        || (rv = get_int (&job, PMIX_LOCAL_SIZE, &shim_world.local_size)) != DTSHIM_OK
-        || (rv = get_int (me, PMIX_NODEID, &shim_world.node_rank)) != DTSHIM_OK
-        || (rv = read_node_count (&job)) != DTSHIM_OK)
-        return rv;
-    rc = PMIx_Get (&chief, PMIX_HOSTNAME, NULL, 0, &v);
-    if (rc != PMIX_SUCCESS || v->type != PMIX_STRING || v->data.string == NULL) {
-        if (v != NULL)
-            PMIX_VALUE_RELEASE (v);
-        return shim_fail (DTSHIM_ERR_PMIX, "PMIx_Get(PMIX_HOSTNAME of rank 0) failed: %s",
-                          PMIx_Error_string (rc));
-    }
-    snprintf (shim_world.chief_host, sizeof (shim_world.chief_host), "%s", v->data.string);
-    PMIX_VALUE_RELEASE (v);
-    return DTSHIM_OK;
-}
-
-/* Which collective Slurm's PMIx runs for this step's fences: SLURM_PMIX_FENCE in the step's
- * environment, else PMIxCollFence in mpi.conf beside slurm.conf (Slurm reads them in that
- * order). "tree" is no synchronization on most steps: Slurm builds its tree with TreeWidth
- * (50 in 22.05, 16 from 24.05) and a step of fewer nodes gets no tree at all, so every node
- * completes each fence alone (pmixp_coll_tree.c, reverse_tree_info). The default "mixed"
- * runs a fence that collects data as a ring, which waits for every rank. */
-static bool tree_fence (char *where, size_t len)
-{
-    const char *env = getenv ("SLURM_PMIX_FENCE"), *conf = getenv ("SLURM_CONF"), *slash;
-    char path[4096], *text, value[16];
-    size_t text_len;
-    bool found;
-
-    if (env != NULL) {
-        snprintf (where, len, "SLURM_PMIX_FENCE=%.16s", env);
-        return strcmp (env, "tree") == 0;
-    }
-    if (conf == NULL || (slash = strrchr (conf, '/')) == NULL)
-        conf = SLURM_SYSCONFDIR "/slurm.conf", slash = strrchr (conf, '/');
-    if ((size_t) (slash - conf) + sizeof ("/mpi.conf") > sizeof (path))
-        return false;
-    snprintf (path, sizeof (path), "%.*s/mpi.conf", (int) (slash - conf), conf);
-    if ((text = dist_read_file (path, MPI_CONF_MAX, DIST_FILE_ANYONE, &text_len)) == NULL)
-        return false;
-    found = shim_conf_value (text, strlen (text), "PMIxCollFence", value, sizeof (value));
-    free (text);
-    if (!found)
-        return false;
-    snprintf (where, len, "PMIxCollFence=%s in %s", value, path);
-    return strcmp (value, "tree") == 0;
-}
 
 static void world_of_one (void)
 {
@@ -213,38 +34,6 @@ static int read_settings (void)
                           text);
     text = getenv ("DTSHIM_ABORT_ON_TIMEOUT");
     shim_world.abort_on_timeout = text != NULL && strcmp (text, "1") == 0;
-    return DTSHIM_OK;
-}
-
-/* After a timeout a fence is still pending in the server: PMIx_Finalize would wait on it. */
-int shim_pmix_disconnect (void)
-{
-    pmix_status_t rc;
-
-    if (shim_world.broken)
-        return DTSHIM_OK;
-    if ((rc = PMIx_Finalize (NULL, 0)) != PMIX_SUCCESS)
-        return shim_fail (DTSHIM_ERR_PMIX, "PMIx_Finalize failed: %s", PMIx_Error_string (rc));
-    return DTSHIM_OK;
-}
-
-int shim_pmix_connect (void)
-{
-    char where[4200];
-    pmix_status_t rc;
-    int rv;
-
-    rc = PMIx_Init (&shim_world.self, NULL, 0);
-    if (rc != PMIX_SUCCESS)
-        return shim_fail (DTSHIM_ERR_PMIX, "PMIx_Init failed: %s", PMIx_Error_string (rc));
-    if ((rv = read_facts ()) != DTSHIM_OK) {
-        shim_pmix_disconnect ();
-        return rv;
-    }
-    if (shim_world.node_count > 1 && tree_fence (where, sizeof (where))) {
-        shim_pmix_disconnect ();
-        return shim_fail (DTSHIM_ERR_FENCE, "%s", where);
-    }
     return DTSHIM_OK;
 }
 
@@ -290,7 +79,7 @@ int dtshim_init (void)
 
     if (shim_world.initialized)
         return DTSHIM_OK;
-    last_error[0] = '\0';
+    shim_clear_error ();
     shim_world.broken = false;
     if ((rv = read_settings ()) != DTSHIM_OK || (rv = connect_server ()) != DTSHIM_OK)
         return rv;
@@ -323,30 +112,6 @@ int dtshim_finalize (void)
     return rv;
 }
 
-int dtshim_rank (void)
-{
-    return shim_world.initialized ? shim_world.rank : -1;
-}
-int dtshim_size (void)
-{
-    return shim_world.initialized ? shim_world.size : -1;
-}
-int dtshim_local_rank (void)
-{
-    return shim_world.initialized ? shim_world.local_rank : -1;
-}
-int dtshim_local_size (void)
-{
-    return shim_world.initialized ? shim_world.local_size : -1;
-}
-int dtshim_node_rank (void)
-{
-    return shim_world.initialized ? shim_world.node_rank : -1;
-}
-int dtshim_node_count (void)
-{
-    return shim_world.initialized ? shim_world.node_count : -1;
-}
 int dtshim_has_pmix (void)
 {
     return shim_world.initialized ? shim_world.transport == &shim_pmix_transport : -1;
@@ -357,11 +122,6 @@ const char *dtshim_backend (void)
     if (!shim_world.initialized)
         return NULL;
     return shim_world.transport != NULL ? shim_world.transport->name : "none";
-}
-
-const char *dtshim_chief_host (void)
-{
-    return shim_world.initialized ? shim_world.chief_host : NULL;
 }
 
 int dtshim_chief_addr (char *buf, size_t len)

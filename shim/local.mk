@@ -10,7 +10,9 @@ shim_libdtshim_la_SOURCES = \
 	shim/pmi2wire.c shim/pmi2wire.h \
 	shim/pmi2.c shim/pmi2.h \
 	shim/pmi2kvs.c \
+	shim/world.c \
 	shim/init.c \
+	shim/pmix.c \
 	shim/collective.c \
 	shim/exchange.c \
 	shim/preempt.c \
@@ -58,7 +60,8 @@ tests_unit_test_shim_wire_LDADD = $(UNIT_LINKLIBS) -lm
 # The library's own sources again, with the sanitizers, in a world of one (no PMIx server).
 check_PROGRAMS += tests/unit/test_shim_local
 tests_unit_test_shim_local_SOURCES = tests/unit/test_shim_local.c \
-	shim/wire.c shim/pmi2wire.c shim/pmi2.c shim/pmi2kvs.c shim/init.c shim/collective.c shim/exchange.c shim/preempt.c shim/watchdog.c shim/nccl.c \
+	shim/wire.c shim/pmi2wire.c shim/pmi2.c shim/pmi2kvs.c shim/world.c shim/init.c shim/pmix.c \
+	shim/collective.c shim/exchange.c shim/preempt.c shim/watchdog.c shim/nccl.c \
 	libdist/address.c libdist/io.c
 tests_unit_test_shim_local_CFLAGS = $(UNIT_COMPILEFLAGS) $(PMIX_CFLAGS) -pthread \
 	-DSLURM_SYSCONFDIR='"$(slurm_sysconfdir)"'

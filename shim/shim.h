@@ -26,10 +26,27 @@ struct shim_world {
     pthread_mutex_t lock; /* serializes the collectives */
 };
 
+/* The world and its errors (world.c), which every other file uses and which uses none of
+ * them but through shim_world.transport. */
 extern struct shim_world shim_world;
 
 /* Record the detail of a failure for dtshim_last_error(); returns status. */
 int shim_fail (int status, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
+/* Forget it (dtshim_init, before it tries again). */
+void shim_clear_error (void);
+
+/* Start a collective: check the state, take the lock, number the call (*seq) and set its
+ * deadline. On success the caller ends with shim_end(). */
+int shim_begin (uint64_t *seq);
+void shim_end (void);
+/* Set the deadline from the timeout, from now (shim_begin does; PMI-2's setup and
+ * finalization, outside any collective, too). */
+void shim_begin_deadline (void);
+
+/* A collective that passed its deadline: the step's exchanges are lost (broken), the
+ * detail recorded, and the step ended when the program asked for that. Returns
+ * DTSHIM_ERR_TIMEOUT. */
+int shim_timed_out (uint64_t seq, const char *what);
 
 /* The progress watchdog (watchdog.c), from DIST_TRAIN_WATCHDOG. */
 int shim_watchdog_start (void);
@@ -44,14 +61,6 @@ struct shim_piece {
     uint8_t *bytes;
     size_t size;
 };
-
-/* Start a collective: check the state, take the lock, number the call (*seq) and set its
- * deadline. On success the caller ends with shim_end(). */
-int shim_begin (uint64_t *seq);
-void shim_end (void);
-/* Set the deadline from the timeout, from now (shim_begin does; PMI-2's setup and
- * finalization, outside any collective, too). */
-void shim_begin_deadline (void);
 
 /* A rank's contribution to a collective is put, a fence makes it every node's, then it is
  * read back: what carries it is the step's server, PMIx (exchange.c) or Slurm's PMI-2
@@ -87,12 +96,7 @@ extern const struct shim_transport shim_pmi2_transport; /* pmi2kvs.c */
 
 void shim_pieces_free (struct shim_piece *pieces, int count);
 
-/* A collective that passed its deadline: the step's exchanges are lost (broken), the
- * detail recorded, and the step ended when the program asked for that. Returns
- * DTSHIM_ERR_TIMEOUT. */
-int shim_timed_out (uint64_t seq, const char *what);
-
-/* PMIx's connection (init.c), for its transport. */
+/* PMIx's connection (pmix.c), for its transport. */
 int shim_pmix_connect (void);
 int shim_pmix_disconnect (void);
 
