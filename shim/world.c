@@ -137,30 +137,20 @@ void shim_end (void)
     pthread_mutex_unlock (&shim_world.lock);
 }
 
-int dtshim_rank (void)
-{
-    return shim_world.initialized ? shim_world.rank : -1;
-}
-int dtshim_size (void)
-{
-    return shim_world.initialized ? shim_world.size : -1;
-}
-int dtshim_local_rank (void)
-{
-    return shim_world.initialized ? shim_world.local_rank : -1;
-}
-int dtshim_local_size (void)
-{
-    return shim_world.initialized ? shim_world.local_size : -1;
-}
-int dtshim_node_rank (void)
-{
-    return shim_world.initialized ? shim_world.node_rank : -1;
-}
-int dtshim_node_count (void)
-{
-    return shim_world.initialized ? shim_world.node_count : -1;
-}
+/* The facts' getters, one a line: each is -1 before dtshim_init(). */
+#define FACT_GETTER(getter, fact)                                                                  \
+    int getter (void)                                                                              \
+    {                                                                                              \
+        return shim_world.initialized ? shim_world.fact : -1;                                      \
+    }
+
+FACT_GETTER (dtshim_rank, rank)
+FACT_GETTER (dtshim_size, size)
+FACT_GETTER (dtshim_local_rank, local_rank)
+FACT_GETTER (dtshim_local_size, local_size)
+FACT_GETTER (dtshim_node_rank, node_rank)
+FACT_GETTER (dtshim_node_count, node_count)
+
 const char *dtshim_chief_host (void)
 {
     return shim_world.initialized ? shim_world.chief_host : NULL;
