@@ -162,54 +162,52 @@ int shim_parse_signal (const char *text, int *signo)
     return -1;
 }
 
-int shim_value_int (const pmix_value_t *v, int *out)
+/* A fact's value as an int: -1 when it is negative or past INT_MAX. */
+static int as_int (long long n, int *out)
 {
-    long long n;
-
-    if (v == NULL)
-        return -1;
-    switch (v->type) {
-    case PMIX_UINT8:
-        n = v->data.uint8;
-        break;
-    case PMIX_UINT16:
-        n = v->data.uint16;
-        break;
-    case PMIX_UINT32:
-        n = v->data.uint32;
-        break;
-    case PMIX_UINT64:
-        n = v->data.uint64 > INT_MAX ? -1 : (long long) v->data.uint64;
-        break;
-    case PMIX_INT8:
-        n = v->data.int8;
-        break;
-    case PMIX_INT16:
-        n = v->data.int16;
-        break;
-    case PMIX_INT:
-        n = v->data.integer;
-        break;
-    case PMIX_INT32:
-        n = v->data.int32;
-        break;
-    case PMIX_INT64:
-        n = v->data.int64;
-        break;
-    case PMIX_SIZE:
-        n = v->data.size > INT_MAX ? -1 : (long long) v->data.size;
-        break;
-    case PMIX_PROC_RANK:
-        n = v->data.rank;
-        break;
-    default:
-        return -1;
-    }
     if (n < 0 || n > INT_MAX)
         return -1;
     *out = (int) n;
     return 0;
 }
+
+/* The same for an unsigned value, which may be past what a long long holds. */
+static int unsigned_as_int (unsigned long long n, int *out)
+{
+    return n > INT_MAX ? -1 : as_int ((long long) n, out);
+}
+
+/* A case of shim_value_int's switch: an integer type a fact may come in, with the member of
+ * v->data that holds it. */
+#define SIGNED_CASE(type, member)                                                                  \
+    case type:                                                                                     \
+        return as_int (v->data.member, out);
+#define UNSIGNED_CASE(type, member)                                                                \
+    case type:                                                                                     \
+        return unsigned_as_int (v->data.member, out);
+
+int shim_value_int (const pmix_value_t *v, int *out)
+{
+    if (v == NULL)
+        return -1;
+    switch (v->type) {
+        UNSIGNED_CASE (PMIX_UINT8, uint8)
+        UNSIGNED_CASE (PMIX_UINT16, uint16)
+        UNSIGNED_CASE (PMIX_UINT32, uint32)
+        UNSIGNED_CASE (PMIX_UINT64, uint64)
+        UNSIGNED_CASE (PMIX_SIZE, size)
+        UNSIGNED_CASE (PMIX_PROC_RANK, rank)
+        SIGNED_CASE (PMIX_INT8, int8)
+        SIGNED_CASE (PMIX_INT16, int16)
+        SIGNED_CASE (PMIX_INT, integer)
+        SIGNED_CASE (PMIX_INT32, int32)
+        SIGNED_CASE (PMIX_INT64, int64)
+    default:
+        return -1;
+    }
+}
+#undef SIGNED_CASE
+#undef UNSIGNED_CASE
 
 /* One line of a Slurm configuration file: is it "key = value", and where is the value? */
 static bool conf_line (const char *line, const char *end, const char *key, const char **value,

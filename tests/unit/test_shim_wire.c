@@ -229,6 +229,23 @@ static void integer_facts_of_any_width (void **state)
     v.type = PMIX_PROC_RANK;
     v.data.rank = PMIX_RANK_WILDCARD;
     assert_int_equal (shim_value_int (&v, &n), -1);
+    /* 64-bit values past INT_MAX, or past what a long long holds, are refused too. */
+    v.type = PMIX_UINT64;
+    v.data.uint64 = UINT64_MAX;
+    assert_int_equal (shim_value_int (&v, &n), -1);
+    v.data.uint64 = 2147483647;
+    assert_int_equal (shim_value_int (&v, &n), 0);
+    assert_int_equal (n, 2147483647);
+    v.type = PMIX_SIZE;
+    v.data.size = (size_t) 2147483648U;
+    assert_int_equal (shim_value_int (&v, &n), -1);
+    v.type = PMIX_INT64;
+    v.data.int64 = INT64_MIN;
+    assert_int_equal (shim_value_int (&v, &n), -1);
+    v.type = PMIX_INT8;
+    v.data.int8 = 127;
+    assert_int_equal (shim_value_int (&v, &n), 0);
+    assert_int_equal (n, 127);
     v.type = PMIX_STRING;
     v.data.string = "5";
     assert_int_equal (shim_value_int (&v, &n), -1);
