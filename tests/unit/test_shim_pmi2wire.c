@@ -115,13 +115,25 @@ static void values_round_trip (void **state)
 
 static void keys_and_chunks (void **state)
 {
+    /* A rank's key, and its chunk after the first; NULL: refused. */
+    static const struct {
+        int rank;
+        size_t chunk;
+        const char *want;
+    } keys[] = {
+        {0, 0, "dtshim.0"},
+        {2147483647, 1367, "dtshim.2147483647.1367"},
+        {-1, 0, NULL},
+    };
     char key[SHIM_PMI2_KEYLEN + 1], tiny[8];
 
-    assert_int_equal (shim_pmi2_key (key, sizeof (key), 0, 0), DTSHIM_OK);
-    assert_string_equal (key, "dtshim.0");
-    assert_int_equal (shim_pmi2_key (key, sizeof (key), 2147483647, 1367), DTSHIM_OK);
-    assert_string_equal (key, "dtshim.2147483647.1367");
-    assert_int_equal (shim_pmi2_key (key, sizeof (key), -1, 0), DTSHIM_ERR_INVALID);
+    for (size_t i = 0; i < sizeof (keys) / sizeof (keys[0]); i++) {
+        int rv = shim_pmi2_key (key, sizeof (key), keys[i].rank, keys[i].chunk);
+
+        assert_int_equal (rv, keys[i].want != NULL ? DTSHIM_OK : DTSHIM_ERR_INVALID);
+        if (keys[i].want != NULL)
+            assert_string_equal (key, keys[i].want);
+    }
     assert_int_equal (shim_pmi2_key (tiny, sizeof (tiny), 12, 0), DTSHIM_ERR_INVALID);
     assert_int_equal (shim_chunk_count (0, SHIM_PMI2_CHUNK), 1);
     assert_int_equal (shim_chunk_count (SHIM_PMI2_CHUNK, SHIM_PMI2_CHUNK), 1);
