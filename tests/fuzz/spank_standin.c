@@ -76,24 +76,24 @@ void standin_setenv (const char *name, const char *value)
     }
 }
 
+static void env_copy (struct env *to, const struct env *from)
+{
+    env_clear (to);
+    for (int i = 0; i < from->n; i++) {
+        to->name[i] = fuzz_dup (from->name[i]);
+        to->value[i] = fuzz_dup (from->value[i]);
+    }
+    to->n = from->n;
+}
+
 void standin_env_save (void)
 {
-    env_clear (&saved);
-    for (int i = 0; i < env.n; i++) {
-        saved.name[i] = fuzz_dup (env.name[i]);
-        saved.value[i] = fuzz_dup (env.value[i]);
-    }
-    saved.n = env.n;
+    env_copy (&saved, &env);
 }
 
 void standin_env_restore (void)
 {
-    env_clear (&env);
-    for (int i = 0; i < saved.n; i++) {
-        env.name[i] = fuzz_dup (saved.name[i]);
-        env.value[i] = fuzz_dup (saved.value[i]);
-    }
-    env.n = saved.n;
+    env_copy (&env, &saved);
 }
 
 /* S_JOB_ENV: the environment as slurmstepd's array of NAME=VALUE, made
