@@ -120,7 +120,4 @@ const char *dist_config_help (void);
 const char *dist_config_usage (void);
 const char *dist_config_plugstack_help (void);
 
-/* The old name of dist_config_help (), for callers not yet moved to it. */
-#define dist_spec_help (dist_config_help ())
-
 #endif /* DIST_CONFIG_H */

@@ -2,7 +2,6 @@
  * Runs once per node per step, in slurmstepd, as the user: no RPC here. */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -13,6 +12,7 @@
 #include <slurm/slurm.h>
 
 #include "dist_train.h"
+#include "libdist/netif.h"
 #include "libdist/address.h"
 
 /* Fill a sockaddr for a numeric address; 0 on success. */
@@ -36,20 +36,6 @@ static int to_sockaddr (const char *addr, uint16_t port,
         return 0;
     }
     return -1;
-}
-
-static bool same_address (const struct sockaddr *a, const struct sockaddr *b)
-{
-    if (a->sa_family != b->sa_family)
-        return false;
-    if (a->sa_family == AF_INET)
-        return ((const struct sockaddr_in *) a)->sin_addr.s_addr
-               == ((const struct sockaddr_in *) b)->sin_addr.s_addr;
-    if (a->sa_family == AF_INET6)
-        return memcmp (&((const struct sockaddr_in6 *) a)->sin6_addr,
-                       &((const struct sockaddr_in6 *) b)->sin6_addr,
-                       sizeof (struct in6_addr)) == 0;
-    return false;
 }
 
 /* A usable address for a name: 0, or -1 when it does not resolve or
@@ -103,7 +89,6 @@ void dist_train_find_ifname (const char *master_addr, char *ifname, size_t ifsz)
 {
     struct sockaddr_storage src;
     socklen_t len;
-    struct ifaddrs *ifs = NULL, *ifa;
     char resolved[DIST_ADDR_MAX], source[DIST_ADDR_MAX];
 
     ifname[0] = '\0';
@@ -111,18 +96,8 @@ void dist_train_find_ifname (const char *master_addr, char *ifname, size_t ifsz)
         && lookup (master_addr, resolved, sizeof (resolved)) == 0)
         master_addr = resolved;   /* a name the user gave */
     source_address_towards (master_addr, source, sizeof (source));
-    if (source[0] == '\0' || to_sockaddr (source, 0, &src, &len) < 0
-        || getifaddrs (&ifs) < 0)
-        return;
-    for (ifa = ifs; ifa != NULL; ifa = ifa->ifa_next) {
-        if (ifa->ifa_addr != NULL
-            && same_address (ifa->ifa_addr, (struct sockaddr *) &src)
-            && strlen (ifa->ifa_name) < ifsz) {
-            snprintf (ifname, ifsz, "%s", ifa->ifa_name);
-            break;
-        }
-    }
-    freeifaddrs (ifs);
+    if (source[0] != '\0' && to_sockaddr (source, 0, &src, &len) == 0)
+        (void) dist_interface_of ((struct sockaddr *) &src, ifname, ifsz);
 }
 
 int dist_train_check_port_free (const char *master_addr, uint16_t port,

@@ -59,7 +59,7 @@ static int apply_spec (const char *spec, const char *origin)
         return -1;
     }
     if (settings.cfg.help && !remote) {
-        slurm_spank_log ("%s", dist_spec_help);
+        slurm_spank_log ("%s", dist_config_help ());
         return -1;
     }
     return 0;
@@ -75,14 +75,10 @@ static int option_cb (int val, const char *spec, int remote)
     return apply_spec (spec, "--dist-train");
 }
 
+/* (.usage, srun --help's text, is made from the table of SPEC's words) */
 static struct spank_option dist_train_option = {
     .name = "dist-train",
     .arginfo = "[SPEC]",
-    .usage = "Set up the environment for distributed training in every task "
-             "(RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, ...). "
-             "SPEC: torch (default), jax, tf, launcher, lightning, submitit, off, verbose, "
-             "preflight, help. "
-             "Default from the environment variable DIST_TRAIN.",
     .has_arg = 2,
     .val = 0,
     .cb = option_cb,
@@ -107,6 +103,7 @@ int dist_train_options_init (spank_t sp, int ac, char **av)
             defer_error (err);
         }
     }
+    dist_train_option.usage = (char *) dist_config_usage ();
     if (spank_option_register (sp, &dist_train_option) != ESPANK_SUCCESS) {
         slurm_error ("%s: cannot register --dist-train", PLUGIN_NAME);
         return -1;

@@ -367,7 +367,6 @@ static void test_help_and_usage (void **state)
     const char *help = dist_config_help (), *usage = dist_config_usage ();
     const char *site = dist_config_plugstack_help ();
 
-    assert_ptr_equal (help, dist_spec_help); /* the old name until every caller moves */
     assert_ptr_equal (help, dist_config_help ());
     assert_int_equal (strncmp (help, "--dist-train[=SPEC], SPEC a comma list of:\n", 43), 0);
     /* the integration tests read this line */
