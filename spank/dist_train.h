@@ -39,6 +39,7 @@ const char *dist_train_config_error (void);
     "handed none over (it reads a plugstack.conf without the plugin: load the plugin there too); " \
     "or set MASTER_ADDR yourself"
 
+/* stepenv.c: the step's facts from its environment and items */
 /* Whether a step is one a user launched (not the batch script, the extern
  * step or salloc's interactive step). */
 bool dist_train_is_training_step (uint32_t step_id);

@@ -105,12 +105,13 @@ tests/fuzz/fuzz_doctor: $(FUZZ_SRC_doctor) $(FUZZ_DEPS) $(srcdir)/tools/doctor.h
 # the link's --wrap sends their name look-ups and CPU affinity to the
 # stand-in, which also takes spank/forward.c's place (the step's stderr); the
 # topology is a file of the tree.  (Make check's replay lists the same files.)
-FUZZ_SPANK_PLUGIN = spank/compat.c spank/plugin.c spank/local.c spank/option.c \
+FUZZ_SPANK_PLUGIN = spank/compat.c spank/plugin.c spank/stepenv.c spank/local.c spank/option.c \
 	spank/remote.c spank/master.c spank/report.c spank/layout.c spank/container.c \
 	spank/topocache.c spank/bind.c spank/failfast.c spank/network.c
 FUZZ_SPANK_WRAP = -Wl,--wrap=getaddrinfo,--wrap=freeaddrinfo,--wrap=sched_setaffinity
 FUZZ_SRC_spank = $(srcdir)/tests/fuzz/fuzz_spank.c $(srcdir)/tests/fuzz/spank_standin.c \
-	$(srcdir)/spank/compat.c $(srcdir)/spank/plugin.c $(srcdir)/spank/local.c \
+	$(srcdir)/spank/compat.c $(srcdir)/spank/plugin.c $(srcdir)/spank/stepenv.c \
+	$(srcdir)/spank/local.c \
 	$(srcdir)/spank/option.c $(srcdir)/spank/remote.c $(srcdir)/spank/master.c \
 	$(srcdir)/spank/report.c $(srcdir)/spank/layout.c $(srcdir)/spank/container.c \
 	$(srcdir)/spank/topocache.c $(srcdir)/spank/bind.c $(srcdir)/spank/failfast.c \
