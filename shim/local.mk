@@ -19,6 +19,7 @@ shim_libdtshim_la_SOURCES = \
 	shim/watchdog.c \
 	shim/nccl.c \
 	libdist/address.c libdist/address.h \
+	libdist/hostlist.c libdist/hostlist.h \
 	libdist/io.c libdist/io.h
 shim_libdtshim_la_CPPFLAGS = $(AM_CPPFLAGS) $(PMIX_CFLAGS) -DSLURM_SYSCONFDIR='"$(slurm_sysconfdir)"'
 shim_libdtshim_la_CFLAGS = $(AM_CFLAGS) -pthread
@@ -62,7 +63,7 @@ check_PROGRAMS += tests/unit/test_shim_local
 tests_unit_test_shim_local_SOURCES = tests/unit/test_shim_local.c \
 	shim/wire.c shim/pmi2wire.c shim/pmi2.c shim/pmi2kvs.c shim/world.c shim/init.c shim/pmix.c \
 	shim/collective.c shim/exchange.c shim/preempt.c shim/watchdog.c shim/nccl.c \
-	libdist/address.c libdist/io.c
+	libdist/address.c libdist/hostlist.c libdist/io.c
 tests_unit_test_shim_local_CFLAGS = $(UNIT_COMPILEFLAGS) $(PMIX_CFLAGS) -pthread \
 	-DSLURM_SYSCONFDIR='"$(slurm_sysconfdir)"'
 tests_unit_test_shim_local_LDFLAGS = $(UNIT_LINKFLAGS) -pthread \

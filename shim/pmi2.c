@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "libdist/hostlist.h"
 #include "shim/dtshim.h"
 #include "shim/pmi2.h"
 #include "shim/pmi2wire.h"
@@ -326,7 +327,7 @@ static int read_chief (int chief_node)
     if (list == NULL)
         list = getenv ("SLURM_NODELIST");
     if (list == NULL
-        || shim_hostlist_nth (list, chief_node, shim_world.chief_host,
+        || dist_hostlist_nth (list, chief_node, shim_world.chief_host,
                               sizeof (shim_world.chief_host))
                != 0)
         return shim_fail (DTSHIM_ERR_PMIX,

@@ -1,5 +1,4 @@
-/* pmi2wire.c - requests, responses, values, the process mapping and host lists of PMI-2;
- * no I/O. */
+/* pmi2wire.c - requests, responses, values and the process mapping of PMI-2; no I/O. */
 #include "shim/pmi2wire.h"
 
 #include <ctype.h>
@@ -230,77 +229,4 @@ int shim_pmi2_mapping (const char *text, size_t len, int size, int max_node, int
             return -1;
     }
     return 0;
-}
-
-/* One name of a host list, from s to the ',' outside brackets or the end: whether it is
- * well formed, how many hosts it names (*count, counted only past k), and host k of them
- * into out when it names that many. */
-static bool host_range (const char *s, size_t len, long k, char *out, size_t outlen, long *count)
-{
-    const char *open = memchr (s, '[', len), *close, *p;
-    size_t plen, slen;
-    long total = 0;
-
-    *count = 0;
-    if (len == 0 || (memchr (s, ']', len) != NULL && open == NULL))
-        return false;
-    if (open == NULL) {
-        *count = 1;
-        if (k == 0 && (size_t) snprintf (out, outlen, "%.*s", (int) len, s) >= outlen)
-            return false;
-        return true;
-    }
-    close = memchr (open, ']', len - (size_t) (open - s));
-    if (close == NULL || memchr (close + 1, '[', len - (size_t) (close + 1 - s)) != NULL
-        || memchr (close + 1, ']', len - (size_t) (close + 1 - s)) != NULL)
-        return false;
-    plen = (size_t) (open - s);
-    slen = len - (size_t) (close + 1 - s);
-    for (p = open + 1; p < close;) {
-        const char *lo_s = p;
-        long lo, hi;
-        int width;
-        if (!number (&p, close, 999999999L, &lo))
-            return false;
-        width = (int) (p - lo_s);
-        hi = lo;
-        if (p < close && *p == '-' && (++p, !number (&p, close, 999999999L, &hi)))
-            return false;
-        if (hi < lo || (p < close && *p++ != ',') || (p == close && p[-1] == ','))
-            return false;
-        if (k >= total && k <= total + (hi - lo)
-            && (size_t) snprintf (out, outlen, "%.*s%0*ld%.*s", (int) plen, s, width,
-                                  lo + (k - total), (int) slen, close + 1)
-                   >= outlen)
-            return false;
-        total += hi - lo + 1;
-        if (total > k)
-            break;
-    }
-    *count = total;
-    return true;
-}
-
-int shim_hostlist_nth (const char *list, long n, char *out, size_t outlen)
-{
-    const char *p = list;
-    long seen = 0, count;
-
-    if (list == NULL || n < 0 || outlen == 0)
-        return -1;
-    while (*p != '\0') {
-        const char *e = p;
-        int depth = 0;
-        for (; *e != '\0' && (*e != ',' || depth > 0); e++)
-            depth += *e == '[' ? 1 : *e == ']' ? -1 : 0;
-        if (depth != 0 || !host_range (p, (size_t) (e - p), n - seen, out, outlen, &count))
-            return -1;
-        if (n - seen < count)
-            return 0;
-        seen += count;
-        p = *e == ',' ? e + 1 : e;
-        if (*e == ',' && *p == '\0')
-            return -1;
-    }
-    return -1;
 }

@@ -1,5 +1,6 @@
 /* pmi2wire.h - the text of Slurm's PMI-2 wire protocol, as pure functions: requests, the
- * fields of a response, values, the process mapping and the step's host list.
+ * fields of a response, values and the process mapping (the step's host list, which
+ * names a mapping's nodes, is libdist/hostlist.h's).
  *
  * A PMI-2 message is a 6-character decimal length, left-justified and padded with blanks,
  * then that many bytes of "key=value;" fields, the first being "cmd=NAME;". Values end at
@@ -66,10 +67,5 @@ bool shim_pmi2_ok (const char *body, size_t len, const char *cmd);
  * node_of has size entries. -1 for anything else: not this form, a node id beyond max_node,
  * a vector that places nothing. */
 int shim_pmi2_mapping (const char *text, size_t len, int size, int max_node, int *node_of);
-
-/* Host n (from 0) of a Slurm host list, "node[1-3,07-09]x,login,gpu[1-2]", into out
- * (outlen bytes). -1 when the list is malformed (one bracket per name, digits in ranges,
- * lo <= hi), shorter than n + 1 hosts, or the name does not fit. */
-int shim_hostlist_nth (const char *list, long n, char *out, size_t outlen);
 
 #endif

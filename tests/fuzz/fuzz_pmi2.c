@@ -1,7 +1,9 @@
 /* fuzz_pmi2.c - the shim's PMI-2 text (shim/pmi2wire.c): what Slurm's server answers (a
- * header, the fields of a body), a KVS value decoded, PMI_process_mapping, and a host list
- * of SLURM_STEP_NODELIST. Input: byte 0 picks the rank or host asked for, the rest is the
- * text, not NUL-terminated where the parser takes a length. */
+ * header, the fields of a body), a KVS value decoded, PMI_process_mapping, and the host list
+ * of SLURM_STEP_NODELIST that names rank 0's node (libdist/hostlist.c). Input: byte 0 picks
+ * the rank or host asked for, the rest is the text, not NUL-terminated where the parser takes
+ * a length. */
+#include "libdist/hostlist.h"
 #include "shim/dtshim.h"
 #include "shim/pmi2wire.h"
 #include "tests/fuzz/fuzz.h"
@@ -50,14 +52,47 @@ static void mapping (const uint8_t *data, size_t size, int ranks)
         FUZZ_CHECK (node_of[i] >= 0 && node_of[i] <= 15);
 }
 
-/* A host found is a non-empty name that fits, and has no ',' or brackets. */
+/* Name number want of a walk, kept; the names walked counted. */
+struct walked {
+    long want, seen;
+    char name[DIST_HOSTLIST_NAME_MAX];
+};
+
+static int keep_nth (const char *name, void *arg)
+{
+    struct walked *w = arg;
+
+    FUZZ_CHECK (strlen (name) > 0 && strlen (name) < sizeof (w->name));
+    if (w->seen++ != w->want)
+        return 0;
+    memcpy (w->name, name, strlen (name) + 1);
+    return 1;
+}
+
+/* A host found is a non-empty name that fits, with no ',', brackets or blanks, and the
+ * very name a walk of every name gives at that place; a list walked whole names the same
+ * hosts when read as Slurm's own reader does. */
 static void host (const uint8_t *data, size_t size, long n)
 {
     char *list = fuzz_string (data, size), out[32];
+    struct walked all = {n, 0, ""}, loose = {-1, 0, ""};
+    int rc = dist_hostlist_nth (list, n, out, sizeof (out));
+    int walked = dist_hostlist_each (list, 0, keep_nth, &all);
 
-    if (shim_hostlist_nth (list, n, out, sizeof (out)) == 0)
+    FUZZ_CHECK (walked == 0 || walked == 1 || walked == -1);
+    if (rc == 0) {
         FUZZ_CHECK (strlen (out) > 0 && strlen (out) < sizeof (out)
-                    && strpbrk (out, ",[]") == NULL);
+                    && strpbrk (out, ",[] \t") == NULL);
+        /* (the walk may stop short: more than DIST_HOSTLIST_MAX names before it) */
+        FUZZ_CHECK (walked != 0);
+    }
+    if (walked == 1)
+        FUZZ_CHECK (rc == 0 ? strcmp (out, all.name) == 0 : strlen (all.name) >= sizeof (out));
+    if (walked == 0) {
+        FUZZ_CHECK (rc == -1 && all.seen <= n);
+        FUZZ_CHECK (dist_hostlist_each (list, DIST_HOSTLIST_LOOSE, keep_nth, &loose) == 0);
+        FUZZ_CHECK (loose.seen == all.seen);
+    }
     free (list);
 }
 

@@ -11,7 +11,7 @@ FUZZ_FLAGS = -g -O1 -fno-omit-frame-pointer $(FUZZ_SANITIZERS) $(WARNING_CFLAGS)
 FUZZ_BUILD = $(AM_V_GEN)$(MKDIR_P) tests/fuzz && $(FUZZ_CC) $(FUZZ_FLAGS) -o $@
 FUZZ_DEPS = $(srcdir)/tests/fuzz/fuzz.h $(srcdir)/tests/fuzz/local.mk \
 	$(srcdir)/libdist/address.h $(srcdir)/libdist/bind.h $(srcdir)/libdist/config.h \
-	$(srcdir)/libdist/env.h $(srcdir)/libdist/handover.h \
+	$(srcdir)/libdist/env.h $(srcdir)/libdist/handover.h $(srcdir)/libdist/hostlist.h \
 	$(srcdir)/libdist/layout.h $(srcdir)/libdist/port.h $(srcdir)/libdist/ranges.h \
 	$(srcdir)/libdist/tfconfig.h $(srcdir)/libdist/topo.h
 
@@ -91,7 +91,8 @@ FUZZ_SRC_wire = $(srcdir)/tests/fuzz/fuzz_wire.c $(srcdir)/shim/wire.c
 tests/fuzz/fuzz_wire: $(FUZZ_SRC_wire) $(FUZZ_DEPS) $(srcdir)/shim/wire.h
 	$(FUZZ_BUILD) $(PMIX_CFLAGS) $(FUZZ_SRC_wire) -lm
 
-FUZZ_SRC_pmi2 = $(srcdir)/tests/fuzz/fuzz_pmi2.c $(srcdir)/shim/pmi2wire.c
+FUZZ_SRC_pmi2 = $(srcdir)/tests/fuzz/fuzz_pmi2.c $(srcdir)/shim/pmi2wire.c \
+	$(srcdir)/libdist/hostlist.c
 tests/fuzz/fuzz_pmi2: $(FUZZ_SRC_pmi2) $(FUZZ_DEPS) $(srcdir)/shim/pmi2wire.h
 	$(FUZZ_BUILD) $(FUZZ_SRC_pmi2)
 

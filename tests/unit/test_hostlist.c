@@ -173,6 +173,38 @@ static void check_host (const char *list, long n, const char *want)
     assert_string_equal (out, want);
 }
 
+/* The node of rank 0 by its index in SLURM_STEP_NODELIST, as the shim asks (shim/pmi2.c). */
+static void host_lists (void **state)
+{
+    char tiny[6];
+
+    (void) state;
+    check_host ("node1", 0, "node1");
+    check_host ("node1", 1, NULL);
+    check_host ("node[1-3]", 2, "node3");
+    check_host ("node[1-3]", 3, NULL);
+    check_host ("node[1-3,7]", 3, "node7");
+    check_host ("gpu[08-11]-ib", 2, "gpu10-ib");
+    check_host ("login,node[1-2],gpu[1-2]", 0, "login");
+    check_host ("login,node[1-2],gpu[1-2]", 2, "node2");
+    check_host ("login,node[1-2],gpu[1-2]", 4, "gpu2");
+    check_host ("n[0-999999999]", 999999999, "n999999999");
+    check_host ("node[3-1]", 0, NULL);
+    check_host ("node[1-3", 0, NULL);
+    check_host ("node1-3]", 0, NULL);
+    check_host ("node[1,]", 0, NULL);
+    check_host ("node[]", 0, NULL);
+    check_host ("node[a-b]", 0, NULL);
+    check_host ("r[1-2]n[1-2]", 0, NULL);
+    check_host ("node1,", 0, "node1");
+    check_host ("node1,", 1, NULL);
+    check_host ("", 0, NULL);
+    check_host ("node1", -1, NULL);
+    assert_int_equal (dist_hostlist_nth ("node123456", 0, tiny, sizeof (tiny)), -1);
+    assert_int_equal (dist_hostlist_nth ("n[10-12]", 1, tiny, sizeof (tiny)), 0);
+    assert_string_equal (tiny, "n11");
+}
+
 /* nth agrees with each, pads as it does, and is refused past the end and for bad text. */
 static void nth_beyond_and_padding (void **state)
 {
@@ -210,6 +242,7 @@ int main (void)
         cmocka_unit_test (loose_lists),
         cmocka_unit_test (each_stops),
         cmocka_unit_test (bounds),
+        cmocka_unit_test (host_lists),
         cmocka_unit_test (nth_beyond_and_padding),
     };
 

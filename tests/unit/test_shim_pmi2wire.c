@@ -1,5 +1,6 @@
 /* Unit tests for shim/pmi2wire.c: PMI-2 requests and answers as Slurm's server writes them,
- * values, the process mapping and host lists; and the frame's PMI-2 chunks (shim/wire.c). */
+ * values and the process mapping; and the frame's PMI-2 chunks (shim/wire.c).  The host
+ * list that names rank 0's node is libdist's (tests/unit/test_hostlist.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -175,55 +176,12 @@ static void mappings (void **state)
     assert_int_equal (shim_pmi2_mapping ("(vector,(0,3,1))", 16, 0, 15, out), -1);
 }
 
-static void check_host (const char *list, long n, const char *want)
-{
-    char out[64];
-
-    if (want == NULL) {
-        assert_int_equal (shim_hostlist_nth (list, n, out, sizeof (out)), -1);
-        return;
-    }
-    assert_int_equal (shim_hostlist_nth (list, n, out, sizeof (out)), 0);
-    assert_string_equal (out, want);
-}
-
-static void host_lists (void **state)
-{
-    char tiny[6];
-
-    check_host ("node1", 0, "node1");
-    check_host ("node1", 1, NULL);
-    check_host ("node[1-3]", 2, "node3");
-    check_host ("node[1-3]", 3, NULL);
-    check_host ("node[1-3,7]", 3, "node7");
-    check_host ("gpu[08-11]-ib", 2, "gpu10-ib");
-    check_host ("login,node[1-2],gpu[1-2]", 0, "login");
-    check_host ("login,node[1-2],gpu[1-2]", 2, "node2");
-    check_host ("login,node[1-2],gpu[1-2]", 4, "gpu2");
-    check_host ("n[0-999999999]", 999999999, "n999999999");
-    check_host ("node[3-1]", 0, NULL);
-    check_host ("node[1-3", 0, NULL);
-    check_host ("node1-3]", 0, NULL);
-    check_host ("node[1,]", 0, NULL);
-    check_host ("node[]", 0, NULL);
-    check_host ("node[a-b]", 0, NULL);
-    check_host ("r[1-2]n[1-2]", 0, NULL);
-    check_host ("node1,", 0, "node1");
-    check_host ("node1,", 1, NULL);
-    check_host ("", 0, NULL);
-    check_host ("node1", -1, NULL);
-    assert_int_equal (shim_hostlist_nth ("node123456", 0, tiny, sizeof (tiny)), -1);
-    assert_int_equal (shim_hostlist_nth ("n[10-12]", 1, tiny, sizeof (tiny)), 0);
-    assert_string_equal (tiny, "n11");
-}
-
 int main (void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test (requests_are_framed), cmocka_unit_test (answer_headers),
         cmocka_unit_test (answer_fields),       cmocka_unit_test (values_round_trip),
         cmocka_unit_test (keys_and_chunks),     cmocka_unit_test (mappings),
-        cmocka_unit_test (host_lists),
     };
 
     return cmocka_run_group_tests (tests, NULL, NULL);
