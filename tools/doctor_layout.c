@@ -4,88 +4,33 @@
 #include <string.h>
 
 #include "doctor.h"
+#include "libdist/hostlist.h"
 #include "libdist/layout.h"
 
-/* Append "prefix<number>suffix" for every number of one bracket's ranges
- * ("1-3,07"); zero-padded numbers keep their width, as Slurm's do. */
-static int expand_bracket (const char *prefix, size_t plen, const char *ranges, size_t rlen,
-                           const char *suffix, size_t slen, char (*names)[DOCTOR_NAME_MAX],
-                           size_t max, size_t *n)
+/* Where doctor_hostlist_expand's names go. */
+struct names {
+    char (*name)[DOCTOR_NAME_MAX];
+    size_t max, n;
+};
+
+static int add_name (const char *name, void *arg)
 {
-    const char *p = ranges, *end = ranges + rlen;
+    struct names *names = arg;
 
-    while (p < end) {
-        unsigned long lo, hi, v;
-        char *stop;
-        int width;
-
-        if (*p < '0' || *p > '9')
-            return -1;
-        lo = strtoul (p, &stop, 10);
-        width = (int) (stop - p);
-        hi = lo;
-        if (stop < end && *stop == '-') {
-            if (stop + 1 >= end || stop[1] < '0' || stop[1] > '9')
-                return -1;
-            hi = strtoul (stop + 1, &stop, 10);
-        }
-        if (stop > end || hi < lo || hi > 99999999 || hi - lo >= max - *n)
-            return -1;
-        for (v = lo; v <= hi; v++) {
-            int len = snprintf (names[*n], DOCTOR_NAME_MAX, "%.*s%0*lu%.*s", (int) plen, prefix,
-                                width > 1 && p[0] == '0' ? width : 1, v, (int) slen, suffix);
-            if (len < 0 || len >= DOCTOR_NAME_MAX)
-                return -1;
-            (*n)++;
-        }
-        p = stop;
-        if (p < end && (*p++ != ',' || p == end))
-            return -1;
-    }
-    return 0;
-}
-
-/* One host expression of len bytes: a name, or "prefix[ranges]suffix". */
-static int expand_one (const char *expr, size_t len, char (*names)[DOCTOR_NAME_MAX], size_t max,
-                       size_t *n)
-{
-    const char *open = memchr (expr, '[', len), *close;
-
-    if (open == NULL) {
-        if (memchr (expr, ']', len) != NULL || len >= DOCTOR_NAME_MAX || *n >= max)
-            return -1;
-        memcpy (names[*n], expr, len);
-        names[(*n)++][len] = '\0';
-        return 0;
-    }
-    close = memchr (open, ']', len - (size_t) (open - expr));
-    /* several brackets in one name are rare in practice: refused, not guessed */
-    if (close == NULL || memchr (close + 1, '[', len - (size_t) (close + 1 - expr)) != NULL
-        || memchr (close + 1, ']', len - (size_t) (close + 1 - expr)) != NULL)
+    /* a name the report has no room for is refused, not cut to another node's */
+    if (names->n >= names->max || strlen (name) >= DOCTOR_NAME_MAX)
         return -1;
-    return expand_bracket (expr, (size_t) (open - expr), open + 1, (size_t) (close - open - 1),
-                           close + 1, (size_t) (expr + len - close - 1), names, max, n);
+    memcpy (names->name[names->n++], name, strlen (name) + 1);
+    return 0;
 }
 
 int doctor_hostlist_expand (const char *text, char (*names)[DOCTOR_NAME_MAX], size_t max)
 {
-    const char *p = text, *start;
-    size_t n = 0;
-    int depth;
+    struct names out = {names, max < DOCTOR_NODES_MAX ? max : DOCTOR_NODES_MAX, 0};
 
-    if (text == NULL || *text == '\0')
+    if (dist_hostlist_each (text, 0, add_name, &out) != 0)
         return -1;
-    while (*p != '\0') {
-        start = p;
-        /* a comma inside brackets belongs to the ranges */
-        for (depth = 0; *p != '\0' && (depth > 0 || *p != ','); p++)
-            depth += *p == '[' ? 1 : *p == ']' ? -1 : 0;
-        if (p == start || expand_one (start, (size_t) (p - start), names, max, &n) < 0)
-            return -1;
-        if (*p == ',' && *++p == '\0')
-            return -1;
-    }
-    return n > (size_t) DOCTOR_NODES_MAX ? -1 : (int) n;
+    return (int) out.n;
 }
 
 void doctor_layout_free (struct doctor_layout *l)
