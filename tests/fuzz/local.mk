@@ -118,7 +118,7 @@ FUZZ_SRC_spank = $(srcdir)/tests/fuzz/fuzz_spank.c $(srcdir)/tests/fuzz/spank_st
 	$(srcdir)/spank/topocache.c $(srcdir)/spank/bind.c $(srcdir)/spank/failfast.c \
 	$(srcdir)/spank/network.c $(srcdir)/libdist/io.c $(srcdir)/libdist/netif.c \
 	$(srcdir)/libdist/address.c $(srcdir)/libdist/bind.c $(srcdir)/libdist/config.c \
-	$(srcdir)/libdist/env.c $(srcdir)/libdist/handover.c \
+	$(srcdir)/libdist/env.c $(srcdir)/libdist/handover.c $(srcdir)/libdist/hostlist.c \
 	$(srcdir)/libdist/layout.c $(srcdir)/libdist/port.c $(srcdir)/libdist/ranges.c \
 	$(srcdir)/libdist/tfconfig.c $(srcdir)/libdist/topo.c $(srcdir)/libdist/topofile.c
 # The plugin's caches go to a directory of the harness's own, not the node's /run.

@@ -22,6 +22,7 @@
 #include <slurm/slurm_errno.h>
 #include <slurm/spank.h>
 
+#include "libdist/hostlist.h"
 #include "spank/compat.h"
 #include "tests/fuzz/fuzz.h"
 #include "tests/fuzz/spank_standin.h"
@@ -369,101 +370,37 @@ void slurm_free_node_info_msg (node_info_msg_t *msg)
 
 /* ---- Slurm's hostlist, minimally ------------------------------------------ */
 
-/* "a,b", "node[1-3,07-09]x", separated by commas, spaces or tabs outside
- * brackets, as Slurm's are (a newline or an escape is part of a name); one
- * bracket per host expression (Slurm allows several). */
-#define HOSTLIST_SEPARATORS "\t, "
+/* Read as Slurm's is (libdist/hostlist.c, DIST_HOSTLIST_LOOSE): commas, spaces
+ * or tabs outside brackets separate names, a newline or an escape is part of
+ * one; one bracket per host expression (Slurm allows several). */
 struct hostlist {
     char **host;
     size_t n, next;
 };
 
-static int push (struct hostlist *hl, char *name)
+static int push (const char *name, void *arg)
 {
+    struct hostlist *hl = arg;
     char **more;
 
-    if (name == NULL || hl->n == STANDIN_HOSTS_MAX)
-        return free (name), -1;
-    if ((more = realloc (hl->host, (hl->n + 1) * sizeof (*more))) == NULL)
-        return free (name), -1;
-    hl->host = more;
-    hl->host[hl->n++] = name;
-    return 0;
-}
-
-/* One "prefix[ranges]suffix" of len bytes. */
-static int expand (struct hostlist *hl, const char *expr, size_t len)
-{
-    const char *open = memchr (expr, '[', len), *close, *p;
-    char *name;
-
-    if (open == NULL) {
-        if (memchr (expr, ']', len) != NULL)
-            return -1;
-        name = malloc (len + 1);
-        memcpy (name, expr, len);
-        name[len] = '\0';
-        return push (hl, name);
-    }
-    close = memchr (open, ']', len - (size_t) (open - expr));
-    if (close == NULL || memchr (close + 1, '[', len - (size_t) (close + 1 - expr)) != NULL
-        || memchr (close + 1, ']', len - (size_t) (close + 1 - expr)) != NULL)
+    if (hl->n == STANDIN_HOSTS_MAX)
         return -1;
-    for (p = open + 1; p < close;) {
-        char *end;
-        unsigned long lo, hi, v;
-        int width;
-
-        if (*p < '0' || *p > '9')
-            return -1;
-        lo = strtoul (p, &end, 10);
-        width = (int) (end - p);
-        hi = lo;
-        if (*end == '-') {
-            if (end[1] < '0' || end[1] > '9')
-                return -1;
-            hi = strtoul (end + 1, &end, 10);
-        }
-        if (end > close || hi < lo || hi - lo >= STANDIN_HOSTS_MAX || hi > 99999999)
-            return -1;
-        for (v = lo; v <= hi; v++) {
-            size_t size = (size_t) (open - expr) + 16 + (size_t) (expr + len - close);
-            name = malloc (size);
-            snprintf (name, size, "%.*s%0*lu%.*s", (int) (open - expr), expr,
-                      width > 1 && p[0] == '0' ? width : 1, v,
-                      (int) (expr + len - close - 1), close + 1);
-            if (push (hl, name) < 0)
-                return -1;
-        }
-        p = end;
-        if (p < close && *p++ != ',')
-            return -1;
-    }
+    if ((more = realloc (hl->host, (hl->n + 1) * sizeof (*more))) == NULL)
+        return -1;
+    hl->host = more;
+    hl->host[hl->n++] = fuzz_dup (name);
     return 0;
 }
 
 dt_hostlist_t slurm_hostlist_create (const char *text)
 {
     struct hostlist *hl = calloc (1, sizeof (*hl));
-    const char *p = text != NULL ? text : "";
 
-    while (*p != '\0') {
-        size_t len = 0;
-        int depth = 0;
-
-        if (strchr (HOSTLIST_SEPARATORS, *p) != NULL) {
-            p++;
-            continue;
-        }
-        while (p[len] != '\0' && (depth > 0 || strchr (HOSTLIST_SEPARATORS, p[len]) == NULL)) {
-            depth += p[len] == '[' ? 1 : p[len] == ']' ? -1 : 0;
-            len++;
-        }
-        if (depth != 0 || expand (hl, p, len) < 0) {
-            slurm_hostlist_destroy (hl);
-            return NULL;
-        }
-        p += len;
+    if (hl == NULL)
+        return NULL;
+    if (dist_hostlist_each (text != NULL ? text : "", DIST_HOSTLIST_LOOSE, push, hl) != 0) {
+        slurm_hostlist_destroy (hl);
+        return NULL;
     }
     return hl;
 }
