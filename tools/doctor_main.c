@@ -1,4 +1,4 @@
-/* doctor.c - dist-train-doctor: run in place of the training program, it
+/* doctor_main.c - dist-train-doctor: run in place of the training program, it
  * checks that every rank of the step can reach rank 0 the way PyTorch will
  * (MASTER_ADDR:MASTER_PORT, from NCCL_SOCKET_IFNAME's interface) and that
  * the ranks' environments agree; rank 0 prints one report.
