@@ -450,14 +450,10 @@ static int abort_step (int status, const char *msg)
     return DTSHIM_OK;
 }
 
+/* clang-format off */
 const struct shim_transport shim_pmix_transport = {
-    .name = "pmix",
-    .connect = shim_pmix_connect,
-    .disconnect = shim_pmix_disconnect,
-    .exchange = exchange,
-    .fence = fence,
-    .read = read_pieces,
-    .publish = publish,
-    .probe = probe,
-    .abort = abort_step,
+    .name = "pmix", .connect = shim_pmix_connect, .disconnect = shim_pmix_disconnect,
+    .exchange = exchange, .fence = fence, .read = read_pieces,
+    .publish = publish, .probe = probe, .abort = abort_step,
 };
+/* clang-format on */

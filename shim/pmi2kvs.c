@@ -214,14 +214,10 @@ static int probe (const char *key, uint64_t seq, int *any)
     return DTSHIM_OK;
 }
 
+/* clang-format off */
 const struct shim_transport shim_pmi2_transport = {
-    .name = "pmi2",
-    .connect = shim_pmi2_connect,
-    .disconnect = shim_pmi2_disconnect,
-    .exchange = exchange,
-    .fence = shim_pmi2_fence,
-    .read = read_pieces,
-    .publish = publish,
-    .probe = probe,
-    .abort = shim_pmi2_abort,
+    .name = "pmi2", .connect = shim_pmi2_connect, .disconnect = shim_pmi2_disconnect,
+    .exchange = exchange, .fence = shim_pmi2_fence, .read = read_pieces,
+    .publish = publish, .probe = probe, .abort = shim_pmi2_abort,
 };
+/* clang-format on */
