@@ -38,6 +38,8 @@ struct want {
     enum dist_overwrite overwrite;
 };
 
+#define FACT(name, value) { name, value, DIST_FACT }
+#define DEFAULT(name, value) { name, value, DIST_DEFAULT }
 #define ABSENT(name) { name, NULL, DIST_FACT }
 
 /* One task's variables: the step is two_nodes () changed by `adjust`. */
@@ -128,88 +130,65 @@ static void watchdog_600 (struct dist_step *s)
 
 static const struct env_case cases[] = {
     { "second_node_rank3", DIST_PROFILE_TORCH, NULL, 3, 1, 19, {
-        { "RANK", "3", DIST_FACT },
-        { "LOCAL_RANK", "1", DIST_FACT },
-        { "WORLD_SIZE", "4", DIST_FACT },
-        { "LOCAL_WORLD_SIZE", "2", DIST_FACT },
-        { "GROUP_RANK", "1", DIST_FACT },
-        { "NODE_RANK", "1", DIST_FACT },
-        { "GROUP_WORLD_SIZE", "2", DIST_FACT },
-        { "ROLE_NAME", "default", DIST_FACT },
-        { "ROLE_RANK", "3", DIST_FACT },
-        { "ROLE_WORLD_SIZE", "4", DIST_FACT },
-        { "MASTER_ADDR", "10.213.7.11", DIST_DEFAULT },
-        { "MASTER_PORT", "20035", DIST_DEFAULT },
-        { "TORCHELASTIC_RUN_ID", "slurm-4242.3", DIST_FACT },
-        { "TORCHELASTIC_RESTART_COUNT", "1", DIST_FACT },
-        { "TORCHELASTIC_MAX_RESTARTS", "0", DIST_DEFAULT },
-        { "TORCH_NCCL_ASYNC_ERROR_HANDLING", "1", DIST_DEFAULT },
-        { "OMP_NUM_THREADS", "2", DIST_DEFAULT },
-        { "NCCL_SOCKET_IFNAME", "eth0", DIST_DEFAULT },
-        { "GLOO_SOCKET_IFNAME", "eth0", DIST_DEFAULT },
+        FACT ("RANK", "3"), FACT ("LOCAL_RANK", "1"), FACT ("WORLD_SIZE", "4"),
+        FACT ("LOCAL_WORLD_SIZE", "2"), FACT ("GROUP_RANK", "1"), FACT ("NODE_RANK", "1"),
+        FACT ("GROUP_WORLD_SIZE", "2"),
+        FACT ("ROLE_NAME", "default"), FACT ("ROLE_RANK", "3"), FACT ("ROLE_WORLD_SIZE", "4"),
+        DEFAULT ("MASTER_ADDR", "10.213.7.11"), DEFAULT ("MASTER_PORT", "20035"),
+        FACT ("TORCHELASTIC_RUN_ID", "slurm-4242.3"), FACT ("TORCHELASTIC_RESTART_COUNT", "1"),
+        DEFAULT ("TORCHELASTIC_MAX_RESTARTS", "0"),
+        DEFAULT ("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1"), DEFAULT ("OMP_NUM_THREADS", "2"),
+        DEFAULT ("NCCL_SOCKET_IFNAME", "eth0"), DEFAULT ("GLOO_SOCKET_IFNAME", "eth0"),
     } },
     { "unknown_ifname_left_out", DIST_PROFILE_TORCH, no_ifname_nor_cpus, 0, 0, 0, {
         ABSENT ("NCCL_SOCKET_IFNAME"), ABSENT ("GLOO_SOCKET_IFNAME"),
-        { "OMP_NUM_THREADS", "1", DIST_DEFAULT },
-        { "RANK", "0", DIST_FACT },
+        DEFAULT ("OMP_NUM_THREADS", "1"), FACT ("RANK", "0"),
     } },
     { "large_ids", DIST_PROFILE_TORCH, large_ids, UINT32_MAX - 1, 0, 0, {
-        { "TORCHELASTIC_RUN_ID", "slurm-4294967295.4294967295", DIST_FACT },
-        { "RANK", "4294967294", DIST_FACT },
+        FACT ("TORCHELASTIC_RUN_ID", "slurm-4294967295.4294967295"), FACT ("RANK", "4294967294"),
     } },
     { "jax_profile", DIST_PROFILE_JAX, NULL, 2, 0, 0, {
-        { "JAX_COORDINATOR_ADDRESS", "10.213.7.11:20035", DIST_DEFAULT },
-        { "JAX_NUM_PROCESSES", "4", DIST_FACT },
-        { "JAX_PROCESS_ID", "2", DIST_FACT },
-        { "RANK", "2", DIST_FACT },
-        { "MASTER_PORT", "20035", DIST_DEFAULT },
+        DEFAULT ("JAX_COORDINATOR_ADDRESS", "10.213.7.11:20035"),
+        FACT ("JAX_NUM_PROCESSES", "4"), FACT ("JAX_PROCESS_ID", "2"), FACT ("RANK", "2"),
+        DEFAULT ("MASTER_PORT", "20035"),
         /* torchrun's own variables belong to the torch profile only */
         ABSENT ("TORCHELASTIC_RUN_ID"), ABSENT ("ROLE_NAME"),
     } },
     { "jax_ipv6_coordinator", DIST_PROFILE_JAX, ipv6_master, 0, 0, 0, {
-        { "JAX_COORDINATOR_ADDRESS", "[2001:db8::7]:20035", DIST_DEFAULT },
+        DEFAULT ("JAX_COORDINATOR_ADDRESS", "[2001:db8::7]:20035"),
     } },
     { "watchdog_only_when_asked", DIST_PROFILE_TORCH, NULL, 0, 0, 0, {
         ABSENT ("DIST_TRAIN_WATCHDOG"),
     } },
     { "watchdog_jax", DIST_PROFILE_JAX, watchdog_600, 0, 0, 0, {
-        { "DIST_TRAIN_WATCHDOG", "600", DIST_DEFAULT },
+        DEFAULT ("DIST_TRAIN_WATCHDOG", "600"),
     } },
     { "watchdog_torch", DIST_PROFILE_TORCH, watchdog_600, 0, 0, 0, {
-        { "DIST_TRAIN_WATCHDOG", "600", DIST_DEFAULT },
+        DEFAULT ("DIST_TRAIN_WATCHDOG", "600"),
     } },
     { "launcher_profile", DIST_PROFILE_LAUNCHER, four_per_node, 1, 0, 0, {
-        { "PET_NNODES", "2", DIST_FACT },
-        { "PET_NODE_RANK", "1", DIST_FACT },
-        { "PET_NPROC_PER_NODE", "4", DIST_DEFAULT },
-        { "PET_MASTER_ADDR", "10.213.7.11", DIST_DEFAULT },
-        { "PET_MASTER_PORT", "20035", DIST_DEFAULT },
-        { "PET_RDZV_ID", "slurm-4242.3", DIST_DEFAULT },
-        { "WORLD_SIZE", "8", DIST_FACT },
-        { "LOCAL_WORLD_SIZE", "4", DIST_FACT },
-        { "NODE_RANK", "1", DIST_FACT },
-        { "BASE_RANK", "4", DIST_FACT },
-        { "MASTER_ADDR", "10.213.7.11", DIST_DEFAULT },
-        { "MASTER_PORT", "20035", DIST_DEFAULT },
-        { "OMP_NUM_THREADS", "4", DIST_DEFAULT },
-        { "GLOO_SOCKET_IFNAME", "eth0", DIST_DEFAULT },
+        FACT ("PET_NNODES", "2"), FACT ("PET_NODE_RANK", "1"), DEFAULT ("PET_NPROC_PER_NODE", "4"),
+        DEFAULT ("PET_MASTER_ADDR", "10.213.7.11"), DEFAULT ("PET_MASTER_PORT", "20035"),
+        DEFAULT ("PET_RDZV_ID", "slurm-4242.3"),
+        FACT ("WORLD_SIZE", "8"), FACT ("LOCAL_WORLD_SIZE", "4"), FACT ("NODE_RANK", "1"),
+        FACT ("BASE_RANK", "4"),
+        DEFAULT ("MASTER_ADDR", "10.213.7.11"), DEFAULT ("MASTER_PORT", "20035"),
+        DEFAULT ("OMP_NUM_THREADS", "4"), DEFAULT ("GLOO_SOCKET_IFNAME", "eth0"),
         /* the launcher sets the ranks of its processes, and its own run */
         ABSENT ("RANK"), ABSENT ("LOCAL_RANK"), ABSENT ("TORCHELASTIC_RUN_ID"),
     } },
     /* fewer CPUs than processes: one thread each */
     { "launcher_fewer_cpus", DIST_PROFILE_LAUNCHER, four_per_node_two_cpus, 1, 0, 0, {
-        { "OMP_NUM_THREADS", "1", DIST_DEFAULT },
+        DEFAULT ("OMP_NUM_THREADS", "1"),
     } },
     { "launcher_beyond_32_bits", DIST_PROFILE_LAUNCHER, launchers_beyond_32_bits, 1, 0, 0, {
-        { "BASE_RANK", "4398046509056", DIST_FACT },
-        { "WORLD_SIZE", "4398046510080", DIST_FACT },
+        FACT ("BASE_RANK", "4398046509056"), FACT ("WORLD_SIZE", "4398046510080"),
     } },
     /* Lightning picks TorchElasticEnvironment over SLURMEnvironment whenever
      * TORCHELASTIC_RUN_ID is set: its profile is torch's without it. */
     { "lightning_profile", DIST_PROFILE_LIGHTNING, NULL, 3, 1, 0, {
-        { "RANK", "3", DIST_FACT },
-        { "MASTER_ADDR", "10.213.7.11", DIST_DEFAULT },
-        { "MASTER_PORT", "20035", DIST_DEFAULT },
+        FACT ("RANK", "3"),
+        DEFAULT ("MASTER_ADDR", "10.213.7.11"), DEFAULT ("MASTER_PORT", "20035"),
         ABSENT ("TORCHELASTIC_RUN_ID"), ABSENT ("TORCHELASTIC_RESTART_COUNT"),
         ABSENT ("TORCHELASTIC_MAX_RESTARTS"),
     } },
@@ -218,10 +197,8 @@ static const struct env_case cases[] = {
         ABSENT ("MASTER_ADDR"), ABSENT ("MASTER_PORT"), ABSENT ("RANK"),
         ABSENT ("WORLD_SIZE"), ABSENT ("LOCAL_RANK"), ABSENT ("LOCAL_WORLD_SIZE"),
         ABSENT ("TORCHELASTIC_RUN_ID"),
-        { "DIST_TRAIN_MASTER_ADDR", "10.213.7.11", DIST_FACT },
-        { "DIST_TRAIN_MASTER_PORT", "20035", DIST_FACT },
-        { "NODE_RANK", "1", DIST_FACT },
-        { "GLOO_SOCKET_IFNAME", "eth0", DIST_DEFAULT },
+        FACT ("DIST_TRAIN_MASTER_ADDR", "10.213.7.11"), FACT ("DIST_TRAIN_MASTER_PORT", "20035"),
+        FACT ("NODE_RANK", "1"), DEFAULT ("GLOO_SOCKET_IFNAME", "eth0"),
     } },
 };
 
