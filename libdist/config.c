@@ -255,6 +255,7 @@ static int set_ifname (struct parse *p, const struct word *w, const char *val)
 #define PLUGSTACK DIST_WORD_PLUGSTACK
 #define PROFILE(p) set_profile, FIELD (profile, FIELD_INT), .value = (p)
 #define CHOICE(member, t, c) set_choice, FIELD (member, t), .choices = (c)
+#define ON_OFF(member, t) CHOICE (member, t, on_off)
 
 /* Every word the parsers accept: what is not here is refused.  Its order is the order of
  * the help texts and of every list of valid words. */
@@ -284,7 +285,7 @@ static const struct word words[] = {
       .help = "start each rank with dist-train-doctor's check of the step\n"
               "(addresses, MASTER_PORT, binding); the step fails with its\n"
               "report when a rank cannot reach rank 0 (Slurm 23.11 or later)" },
-    { "preflight", SETTING, CHOICE (preflight_user, FIELD_INT, on_off),
+    { "preflight", SETTING, ON_OFF (preflight_user, FIELD_INT),
       .help = "the same, or off when the site made it the default" },
     { "bind", SETTING, CHOICE (bind_user, FIELD_INT, bind_choices),
       .help = "bind each rank to its GPU(s) and nearby CPUs (auto, the\n"
@@ -294,7 +295,7 @@ static const struct word words[] = {
       .help = "CUDA_VISIBLE_DEVICES lists every GPU of the step with the\n"
               "rank's own at index LOCAL_RANK (all, the default), or only\n"
               "the rank's own GPUs (own)" },
-    { "fail_fast", SETTING, CHOICE (fail_fast_user, FIELD_INT, on_off),
+    { "fail_fast", SETTING, ON_OFF (fail_fast_user, FIELD_INT),
       .help = "when a task fails, stop every task of the step at once (on,\n"
               "the default), or let the others run (off)" },
     { "watchdog", SETTING, set_count, FIELD (watchdog_s, FIELD_U32), .lo = 0, .hi = 10000000,
@@ -328,10 +329,10 @@ static const struct word words[] = {
                STR (DIST_PATH_MAX) " characters",
       .help = "the node's topology as hwloc XML (lstopo --of xml),\n"
               "instead of discovering it at each step" },
-    { "fail_fast", PLUGSTACK, CHOICE (fail_fast_site, FIELD_BOOL, on_off),
+    { "fail_fast", PLUGSTACK, ON_OFF (fail_fast_site, FIELD_BOOL),
       .help = "when a task fails, stop the step on every node (default\n"
               "on); off keeps Slurm's behaviour for every user" },
-    { "preflight", PLUGSTACK, CHOICE (preflight_site, FIELD_BOOL, on_off),
+    { "preflight", PLUGSTACK, ON_OFF (preflight_site, FIELD_BOOL),
       .help = "start every step with dist-train-doctor's check of\n"
               "addresses, MASTER_PORT and binding (default off; Slurm\n"
               "23.11 or later; users can turn it off per step)" },
