@@ -210,8 +210,8 @@ static int launcher_check (struct stepd_node *n, spank_t sp)
     return 0;
 }
 
-/* Whether this step is one to set up; a step that is not keeps no error
- * (not even a plugstack one: without the flag nothing changes). */
+/* Whether this step is one to set up: not without the flag, nor for the
+ * batch script, extern or interactive step. */
 static bool wanted (struct stepd_node *n, spank_t sp)
 {
     if (n->cfg->profile == DIST_PROFILE_OFF)
@@ -255,17 +255,15 @@ int dist_train_remote_user_init (spank_t sp, const struct dist_config *cfg)
 {
     struct stepd_node *n;
 
-    dist_train_remote_exit ();
     if ((n = calloc (1, sizeof (*n))) == NULL) {
         slurm_error ("%s: out of memory", PLUGIN_NAME);
         return 0;
     }
     n->cfg = cfg;
     node = n;
-    if (!wanted (n, sp)) {
-        n->error[0] = '\0';
+    /* (a step that is not wanted keeps no error: not even the settings') */
+    if (!wanted (n, sp))
         return 0;
-    }
     defer_error (n, dist_train_config_error ());
     if (n->error[0] == '\0')
         (void) plan_node (n, sp);
