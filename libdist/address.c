@@ -24,8 +24,7 @@ bool dist_address_is_loopback (const struct sockaddr *sa)
 static bool usable_ipv6 (const struct sockaddr *sa)
 {
     const struct in6_addr *a = &((const struct sockaddr_in6 *) sa)->sin6_addr;
-    return !IN6_IS_ADDR_LINKLOCAL (a) && !IN6_IS_ADDR_UNSPECIFIED (a)
-           && !IN6_IS_ADDR_MULTICAST (a);
+    return !IN6_IS_ADDR_LINKLOCAL (a) && !IN6_IS_ADDR_UNSPECIFIED (a) && !IN6_IS_ADDR_MULTICAST (a);
 }
 
 int dist_address_pick (const struct addrinfo *list, char *out, size_t outsz)

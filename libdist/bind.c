@@ -12,8 +12,8 @@
 /* ---- GPUs ------------------------------------------------------------- */
 
 struct gpu_key {
-    int pos;                  /* position in Slurm's list */
-    int first_pu;             /* first PU of its NUMA locality */
+    int pos; /* position in Slurm's list */
+    int first_pu; /* first PU of its NUMA locality */
     const char *busid;
 };
 
@@ -26,8 +26,7 @@ static int compare_keys (const void *a, const void *b)
     return strcmp (x->busid, y->busid);
 }
 
-static void order_gpus (const struct dist_topo *t, const int *step_gpu,
-                        struct dist_bind_plan *plan)
+static void order_gpus (const struct dist_topo *t, const int *step_gpu, struct dist_bind_plan *plan)
 {
     struct gpu_key keys[DIST_GPUS_MAX];
     int i;
@@ -66,14 +65,14 @@ static void assign_gpus (struct dist_bind_plan *plan)
 /* ---- CPUs ------------------------------------------------------------- */
 
 struct locality {
-    hwloc_obj_t loc;      /* NUMA locality object */
+    hwloc_obj_t loc; /* NUMA locality object */
     hwloc_obj_t pkg;
 };
 
 /* Without GPUs: rank r goes to the NUMA node holding the middle of its
  * share of the step's CPUs, so ranks fill NUMA nodes in order. */
-static void spread_over_numa (const struct dist_topo *t, hwloc_const_cpuset_t allowed,
-                              int ntasks, struct locality *where)
+static void spread_over_numa (const struct dist_topo *t, hwloc_const_cpuset_t allowed, int ntasks,
+                              struct locality *where)
 {
     int nnuma = hwloc_get_nbobjs_by_type (t->topo, HWLOC_OBJ_NUMANODE);
     hwloc_bitmap_t tmp = hwloc_bitmap_alloc ();
@@ -145,7 +144,8 @@ static void split_pool (const struct dist_topo *t, hwloc_const_cpuset_t pool, co
         int lo = (int) ((long) i * npus / n), hi = (int) ((long) (i + 1) * npus / n);
         int idx = 0, pu;
         hwloc_bitmap_zero (set);
-        hwloc_bitmap_foreach_begin (pu, pool) {
+        hwloc_bitmap_foreach_begin (pu, pool)
+        {
             if (idx >= lo && idx < hi)
                 hwloc_bitmap_set (set, (unsigned) pu);
             idx++;
@@ -195,9 +195,8 @@ static int share_evenly (const struct dist_topo *t, hwloc_const_cpuset_t allowed
         pus[k++] = pu;
     C = k;
     for (r = 0; r < T; r++) {
-        hwloc_obj_t first =
-            hwloc_get_next_obj_inside_cpuset_by_type (t->topo, where[r].loc->cpuset, HWLOC_OBJ_PU,
-                                                      NULL);
+        hwloc_obj_t first = hwloc_get_next_obj_inside_cpuset_by_type (t->topo, where[r].loc->cpuset,
+                                                                      HWLOC_OBJ_PU, NULL);
         key[r].rank = r;
         key[r].first = first != NULL ? first->logical_index : 0;
     }
@@ -378,14 +377,13 @@ static int hops (hwloc_obj_t a, hwloc_obj_t b)
 static void assign_nics (const struct dist_topo *t, const int *step_gpu,
                          const struct locality *where, struct dist_bind_plan *plan)
 {
-    int used[DIST_NICS_MAX] = { 0 };
+    int used[DIST_NICS_MAX] = {0};
     int r, i;
 
     for (r = 0; r < plan->ntasks; r++) {
         struct dist_bind_rank *rk = &plan->rank[r];
-        hwloc_obj_t ref = rk->gpu_count > 0
-                              ? t->gpu[step_gpu[plan->order[rk->gpu_first]]].pci
-                              : where[r].loc;
+        hwloc_obj_t ref =
+            rk->gpu_count > 0 ? t->gpu[step_gpu[plan->order[rk->gpu_first]]].pci : where[r].loc;
         int best = -1, best_hops = 0;
         for (i = 0; i < t->nnics; i++) {
             int h = hops (ref, t->nic[i].pci);
@@ -424,10 +422,8 @@ static void gpus_locality (const struct dist_topo *t, const int *step_gpu,
         where->pkg = where->loc;
 }
 
-
 static int check_input (const struct dist_topo *t, hwloc_const_cpuset_t allowed,
-                        const int *step_gpu, int nstep_gpus, int ntasks,
-                        char *err, size_t errsz)
+                        const int *step_gpu, int nstep_gpus, int ntasks, char *err, size_t errsz)
 {
     int i, j;
 
@@ -442,8 +438,7 @@ static int check_input (const struct dist_topo *t, hwloc_const_cpuset_t allowed,
     }
     for (i = 0; i < nstep_gpus; i++) {
         if (step_gpu[i] < 0 || step_gpu[i] >= t->ngpus) {
-            snprintf (err, errsz,
-                      "Slurm gave the step GPU %d but the topology has %d NVIDIA GPUs",
+            snprintf (err, errsz, "Slurm gave the step GPU %d but the topology has %d NVIDIA GPUs",
                       step_gpu[i], t->ngpus);
             return -1;
         }
@@ -460,9 +455,9 @@ static int check_input (const struct dist_topo *t, hwloc_const_cpuset_t allowed,
     return 0;
 }
 
-int dist_bind_plan (const struct dist_topo *t, hwloc_const_cpuset_t allowed,
-                    const int *step_gpu, int nstep_gpus, int ntasks,
-                    struct dist_bind_plan *plan, char *err, size_t errsz)
+int dist_bind_plan (const struct dist_topo *t, hwloc_const_cpuset_t allowed, const int *step_gpu,
+                    int nstep_gpus, int ntasks, struct dist_bind_plan *plan, char *err,
+                    size_t errsz)
 {
     struct locality *where = NULL;
     hwloc_bitmap_t mine = NULL;
@@ -525,7 +520,7 @@ int dist_bind_visible (const struct dist_bind_plan *plan, int local_rank, bool o
                        int out[DIST_GPUS_MAX])
 {
     const struct dist_bind_rank *rk;
-    bool taken[DIST_GPUS_MAX] = { false };
+    bool taken[DIST_GPUS_MAX] = {false};
     int G = plan->ngpus, start, i, k = 0;
 
     if (local_rank < 0 || local_rank >= plan->ntasks || G == 0)
@@ -578,15 +573,15 @@ static int add_indices (long lo, long hi, void *arg)
 
 int dist_parse_index_list (const char *list, int *out, int max)
 {
-    struct index_list l = { out, 0, max };
+    struct index_list l = {out, 0, max};
 
     if (dist_ranges_parse (list, 4095, add_indices, &l) < 0)
         return -1;
     return l.n;
 }
 
-int dist_step_gpus (const char *visible, const char *global, int *index,
-                    char (*tokens)[64], char *err, size_t errsz)
+int dist_step_gpus (const char *visible, const char *global, int *index, char (*tokens)[64],
+                    char *err, size_t errsz)
 {
     int ntok, nidx;
 
@@ -605,8 +600,10 @@ int dist_step_gpus (const char *visible, const char *global, int *index,
         return -1;
     }
     if (nidx != ntok) {
-        snprintf (err, errsz, "SLURM_STEP_GPUS '%.64s' and CUDA_VISIBLE_DEVICES '%.64s' "
-                              "differ in length", global, visible);
+        snprintf (err, errsz,
+                  "SLURM_STEP_GPUS '%.64s' and CUDA_VISIBLE_DEVICES '%.64s' "
+                  "differ in length",
+                  global, visible);
         return -1;
     }
     return nidx;

@@ -32,28 +32,28 @@
 #define DIST_LOCAL_TASKS_MAX 4096
 
 struct dist_bind_rank {
-    int gpu_first;            /* own GPUs: plan.order[gpu_first .. +gpu_count) */
+    int gpu_first; /* own GPUs: plan.order[gpu_first .. +gpu_count) */
     int gpu_count;
-    hwloc_bitmap_t cpuset;    /* PUs, OS indices */
-    hwloc_bitmap_t nodeset;   /* NUMA nodes of those PUs, OS indices */
-    int nic;                  /* index in the topology's NICs, -1 none */
+    hwloc_bitmap_t cpuset; /* PUs, OS indices */
+    hwloc_bitmap_t nodeset; /* NUMA nodes of those PUs, OS indices */
+    int nic; /* index in the topology's NICs, -1 none */
 };
 
 struct dist_bind_plan {
     int ntasks;
-    int ngpus;                     /* the step's GPUs on this node */
-    int order[DIST_GPUS_MAX];      /* step GPU positions, in locality order */
-    struct dist_bind_rank *rank;   /* by local rank */
-    bool cpus_shared;              /* more ranks than CPUs somewhere */
+    int ngpus; /* the step's GPUs on this node */
+    int order[DIST_GPUS_MAX]; /* step GPU positions, in locality order */
+    struct dist_bind_rank *rank; /* by local rank */
+    bool cpus_shared; /* more ranks than CPUs somewhere */
 };
 
 /* Plan ntasks local ranks.  step_gpu[i] is the topology's index (PCI order)
  * of the i-th GPU Slurm gave the step (the i-th entry of its list).  allowed
  * is the step's CPUs; it must hold at least one PU of the topology.
  * 0 on success; -1 with a message in err. */
-int dist_bind_plan (const struct dist_topo *t, hwloc_const_cpuset_t allowed,
-                    const int *step_gpu, int nstep_gpus, int ntasks,
-                    struct dist_bind_plan *plan, char *err, size_t errsz);
+int dist_bind_plan (const struct dist_topo *t, hwloc_const_cpuset_t allowed, const int *step_gpu,
+                    int nstep_gpus, int ntasks, struct dist_bind_plan *plan, char *err,
+                    size_t errsz);
 
 void dist_bind_plan_free (struct dist_bind_plan *plan);
 
@@ -76,8 +76,8 @@ int dist_parse_index_list (const char *list, int *out, int max);
  * CUDA_VISIBLE_DEVICES (visible: indices, UUIDs, MIG ids).  Returns the
  * count (0: no GPUs), or -1 with a message in err when they cannot be
  * matched (e.g. UUIDs without SLURM_STEP_GPUS). */
-int dist_step_gpus (const char *visible, const char *global, int *index,
-                    char (*tokens)[64], char *err, size_t errsz);
+int dist_step_gpus (const char *visible, const char *global, int *index, char (*tokens)[64],
+                    char *err, size_t errsz);
 
 /* Split a comma list (CUDA_VISIBLE_DEVICES) into at most max tokens of
  * fewer than tokmax characters each; returns the count, -1 if it does not

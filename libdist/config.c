@@ -46,13 +46,16 @@ struct choice {
     int value;
 };
 
-static const struct choice on_off[] = { { "on", 1 }, { "off", 0 }, { NULL, 0 } };
+static const struct choice on_off[] = {{"on", 1}, {"off", 0}, {NULL, 0}};
 static const struct choice bind_choices[] = {
-    { "auto", DIST_BIND_AUTO }, { "gpu", DIST_BIND_GPU }, { "cpu", DIST_BIND_CPU },
-    { "none", DIST_BIND_NONE }, { NULL, 0 },
+    {"auto", DIST_BIND_AUTO},
+    {"gpu", DIST_BIND_GPU},
+    {"cpu", DIST_BIND_CPU},
+    {"none", DIST_BIND_NONE},
+    {NULL, 0},
 };
-static const struct choice visible_choices[] = { { "all", 0 }, { "own", 1 }, { NULL, 0 } };
-static const struct choice nic_choices[] = { { "auto", 1 }, { "off", 0 }, { NULL, 0 } };
+static const struct choice visible_choices[] = {{"all", 0}, {"own", 1}, {NULL, 0}};
+static const struct choice nic_choices[] = {{"auto", 1}, {"off", 0}, {NULL, 0}};
 
 /* The type of the field of struct dist_config that a word sets. */
 enum field_type {
@@ -62,17 +65,17 @@ enum field_type {
     FIELD_STR, /* a char array of the field's size */
 };
 
-_Static_assert (sizeof (enum dist_profile) == sizeof (int), "FIELD_INT stores an int");
-_Static_assert (sizeof (enum dist_bind) == sizeof (int), "FIELD_INT stores an int");
+_Static_assert(sizeof (enum dist_profile) == sizeof (int), "FIELD_INT stores an int");
+_Static_assert(sizeof (enum dist_bind) == sizeof (int), "FIELD_INT stores an int");
 
 /* What a setter works on: the config, the token or argument for messages, and what a SPEC
  * has seen so far. */
 struct parse {
     struct dist_config *cfg;
-    const char *tok;   /* the whole token ("bind=gpu") or plugstack argument */
+    const char *tok; /* the whole token ("bind=gpu") or plugstack argument */
     char *err;
     size_t errsz;
-    const char *spec;  /* the whole SPEC, for the two-profiles message */
+    const char *spec; /* the whole SPEC, for the two-profiles message */
     bool profile_seen;
 };
 
@@ -89,11 +92,11 @@ struct word {
     enum field_type type; /* the field it sets */
     size_t offset, size;
     const struct choice *choices; /* set_choice: its values; they spell the syntax too */
-    const char *syntax;           /* the value's syntax when it has no choices ("SECONDS") */
-    const char *takes;            /* what a bad value is told it takes, when not a choice */
-    long value;                   /* set_value, set_profile: what the word stores */
-    unsigned long lo, hi;         /* set_count: the range */
-    const char *help;             /* what it does: lines separated by '\n' */
+    const char *syntax; /* the value's syntax when it has no choices ("SECONDS") */
+    const char *takes; /* what a bad value is told it takes, when not a choice */
+    long value; /* set_value, set_profile: what the word stores */
+    unsigned long lo, hi; /* set_count: the range */
+    const char *help; /* what it does: lines separated by '\n' */
 };
 
 /* How put_words () lists words; it and is_profile () read the table, which the setters
@@ -102,8 +105,8 @@ enum list_style { STYLE_NAME, STYLE_KEY, STYLE_FULL };
 static void put_words (struct text *t, bool (*pick) (const struct word *), enum list_style style);
 static bool is_profile (const struct word *w);
 
-#define FIELD(member, t)                                                                      \
-    .type = (t), .offset = offsetof (struct dist_config, member),                            \
+#define FIELD(member, t)                                                                           \
+    .type = (t), .offset = offsetof (struct dist_config, member),                                  \
     .size = sizeof (((struct dist_config *) 0)->member)
 
 static void store (struct dist_config *cfg, const struct word *w, long value)
@@ -137,7 +140,7 @@ static int set_value (struct parse *p, const struct word *w, const char *val)
 static int set_profile (struct parse *p, const struct word *w, const char *val)
 {
     if (p->profile_seen && w->value != (long) p->cfg->profile) {
-        struct text t = { p->err, p->errsz, 0 };
+        struct text t = {p->err, p->errsz, 0};
         put (&t, "--dist-train: SPEC '%.128s' names two profiles; give one of ", p->spec);
         put_words (&t, is_profile, STYLE_NAME);
         return -1;
@@ -236,8 +239,8 @@ static int set_ifname (struct parse *p, const struct word *w, const char *val)
 
     (void) w;
     if (len == 0 || len >= sizeof (p->cfg->ifname)) {
-        snprintf (p->err, p->errsz, "ifname=%.32s: an interface name has 1 to %zu characters",
-                  val, sizeof (p->cfg->ifname) - 1);
+        snprintf (p->err, p->errsz, "ifname=%.32s: an interface name has 1 to %zu characters", val,
+                  sizeof (p->cfg->ifname) - 1);
         return -1;
     }
     for (size_t i = 0; i < len; i++) {
@@ -260,86 +263,86 @@ static int set_ifname (struct parse *p, const struct word *w, const char *val)
 /* Every word the parsers accept: what is not here is refused.  Its order is the order of
  * the help texts and of every list of valid words. */
 static const struct word words[] = {
-    { "torch", SPEC, PROFILE (DIST_PROFILE_TORCH), .help = "set the torchrun environment" },
-    { "jax", SPEC, PROFILE (DIST_PROFILE_JAX),
-      .help = "the generic variables plus JAX_COORDINATOR_ADDRESS,\n"
-              "JAX_NUM_PROCESSES, JAX_PROCESS_ID" },
-    { "tf", SPEC, PROFILE (DIST_PROFILE_TF),
-      .help = "the generic variables plus TF_CONFIG (every task a worker)" },
-    { "off", SPEC, PROFILE (DIST_PROFILE_OFF), .help = "do nothing for this step" },
-    { "launcher", SPEC, PROFILE (DIST_PROFILE_LAUNCHER),
-      .help = "one task per node runs torchrun, accelerate or composer:\n"
-              "PET_NNODES, PET_NODE_RANK, PET_NPROC_PER_NODE, PET_MASTER_ADDR,\n"
-              "PET_MASTER_PORT, and WORLD_SIZE, LOCAL_WORLD_SIZE, NODE_RANK,\n"
-              "BASE_RANK for the processes the launcher starts" },
-    { "lightning", SPEC, PROFILE (DIST_PROFILE_LIGHTNING),
-      .help = "torch without TORCHELASTIC_*, so that Lightning keeps its\n"
-              "Slurm environment and auto-requeue" },
-    { "submitit", SPEC, PROFILE (DIST_PROFILE_SUBMITIT),
-      .help = "torch without MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE,\n"
-              "LOCAL_RANK, LOCAL_WORLD_SIZE, which submitit's export() sets;\n"
-              "rank 0's address and port in DIST_TRAIN_MASTER_ADDR/_PORT" },
-    { "verbose", SPEC, set_value, FIELD (verbose, FIELD_BOOL), .value = 1,
-      .help = "print what each rank gets" },
-    { "preflight", SPEC, set_value, FIELD (preflight_user, FIELD_INT), .value = 1,
-      .help = "start each rank with dist-train-doctor's check of the step\n"
-              "(addresses, MASTER_PORT, binding); the step fails with its\n"
-              "report when a rank cannot reach rank 0 (Slurm 23.11 or later)" },
-    { "preflight", SETTING, ON_OFF (preflight_user, FIELD_INT),
-      .help = "the same, or off when the site made it the default" },
-    { "bind", SETTING, CHOICE (bind_user, FIELD_INT, bind_choices),
-      .help = "bind each rank to its GPU(s) and nearby CPUs (auto, the\n"
-              "default), only order CUDA_VISIBLE_DEVICES (gpu), only set the\n"
-              "CPU affinity (cpu), or neither (none)" },
-    { "visible", SETTING, CHOICE (visible_own, FIELD_BOOL, visible_choices),
-      .help = "CUDA_VISIBLE_DEVICES lists every GPU of the step with the\n"
-              "rank's own at index LOCAL_RANK (all, the default), or only\n"
-              "the rank's own GPUs (own)" },
-    { "fail_fast", SETTING, ON_OFF (fail_fast_user, FIELD_INT),
-      .help = "when a task fails, stop every task of the step at once (on,\n"
-              "the default), or let the others run (off)" },
-    { "watchdog", SETTING, set_count, FIELD (watchdog_s, FIELD_U32), .lo = 0, .hi = 10000000,
-      .syntax = "SECONDS", .takes = "seconds, e.g. watchdog=600 (0 = off)",
-      .help = "end the step when a rank using the shim has not called\n"
-              "dtshim_progress() for SECONDS (off by default)" },
-    { "nproc", SETTING, set_count, FIELD (nproc, FIELD_U32), .lo = 1, .hi = DIST_NPROC_MAX,
-      .syntax = "N",
-      .takes = "the processes a launcher starts on each node, 1 to " STR (DIST_NPROC_MAX),
-      .help = "launcher: processes per node (default: the node's GPUs, else 1)" },
-    { "help", SPEC, set_value, FIELD (help, FIELD_BOOL), .value = 1, .help = "print this text" },
+    {"torch", SPEC, PROFILE (DIST_PROFILE_TORCH), .help = "set the torchrun environment"},
+    {"jax", SPEC, PROFILE (DIST_PROFILE_JAX),
+     .help = "the generic variables plus JAX_COORDINATOR_ADDRESS,\n"
+             "JAX_NUM_PROCESSES, JAX_PROCESS_ID"},
+    {"tf", SPEC, PROFILE (DIST_PROFILE_TF),
+     .help = "the generic variables plus TF_CONFIG (every task a worker)"},
+    {"off", SPEC, PROFILE (DIST_PROFILE_OFF), .help = "do nothing for this step"},
+    {"launcher", SPEC, PROFILE (DIST_PROFILE_LAUNCHER),
+     .help = "one task per node runs torchrun, accelerate or composer:\n"
+             "PET_NNODES, PET_NODE_RANK, PET_NPROC_PER_NODE, PET_MASTER_ADDR,\n"
+             "PET_MASTER_PORT, and WORLD_SIZE, LOCAL_WORLD_SIZE, NODE_RANK,\n"
+             "BASE_RANK for the processes the launcher starts"},
+    {"lightning", SPEC, PROFILE (DIST_PROFILE_LIGHTNING),
+     .help = "torch without TORCHELASTIC_*, so that Lightning keeps its\n"
+             "Slurm environment and auto-requeue"},
+    {"submitit", SPEC, PROFILE (DIST_PROFILE_SUBMITIT),
+     .help = "torch without MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE,\n"
+             "LOCAL_RANK, LOCAL_WORLD_SIZE, which submitit's export() sets;\n"
+             "rank 0's address and port in DIST_TRAIN_MASTER_ADDR/_PORT"},
+    {"verbose", SPEC, set_value, FIELD (verbose, FIELD_BOOL), .value = 1,
+     .help = "print what each rank gets"},
+    {"preflight", SPEC, set_value, FIELD (preflight_user, FIELD_INT), .value = 1,
+     .help = "start each rank with dist-train-doctor's check of the step\n"
+             "(addresses, MASTER_PORT, binding); the step fails with its\n"
+             "report when a rank cannot reach rank 0 (Slurm 23.11 or later)"},
+    {"preflight", SETTING, ON_OFF (preflight_user, FIELD_INT),
+     .help = "the same, or off when the site made it the default"},
+    {"bind", SETTING, CHOICE (bind_user, FIELD_INT, bind_choices),
+     .help = "bind each rank to its GPU(s) and nearby CPUs (auto, the\n"
+             "default), only order CUDA_VISIBLE_DEVICES (gpu), only set the\n"
+             "CPU affinity (cpu), or neither (none)"},
+    {"visible", SETTING, CHOICE (visible_own, FIELD_BOOL, visible_choices),
+     .help = "CUDA_VISIBLE_DEVICES lists every GPU of the step with the\n"
+             "rank's own at index LOCAL_RANK (all, the default), or only\n"
+             "the rank's own GPUs (own)"},
+    {"fail_fast", SETTING, ON_OFF (fail_fast_user, FIELD_INT),
+     .help = "when a task fails, stop every task of the step at once (on,\n"
+             "the default), or let the others run (off)"},
+    {"watchdog", SETTING, set_count, FIELD (watchdog_s, FIELD_U32), .lo = 0, .hi = 10000000,
+     .syntax = "SECONDS", .takes = "seconds, e.g. watchdog=600 (0 = off)",
+     .help = "end the step when a rank using the shim has not called\n"
+             "dtshim_progress() for SECONDS (off by default)"},
+    {"nproc", SETTING, set_count, FIELD (nproc, FIELD_U32), .lo = 1, .hi = DIST_NPROC_MAX,
+     .syntax = "N",
+     .takes = "the processes a launcher starts on each node, 1 to " STR (DIST_NPROC_MAX),
+     .help = "launcher: processes per node (default: the node's GPUs, else 1)"},
+    {"help", SPEC, set_value, FIELD (help, FIELD_BOOL), .value = 1, .help = "print this text"},
 
-    { "port_range", PLUGSTACK, set_port_range, .syntax = "LO-HI",
-      .help = "MASTER_PORT is chosen from job id and step id within\n"
-              "this range (default " STR (DIST_PORT_LO_DEFAULT) "-" STR (DIST_PORT_HI_DEFAULT)
-              ", below the Linux\nephemeral range 32768-60999)" },
-    { "ifname", PLUGSTACK, set_ifname, .syntax = "NAME",
-      .help = "force NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME to NAME\n"
-              "instead of the interface that reaches rank 0's node" },
-    { "bind", PLUGSTACK, CHOICE (bind_site, FIELD_INT, bind_choices),
-      .help = "GPU and CPU binding of each rank (default auto); none\n"
-              "turns it off for every user" },
-    { "visible", PLUGSTACK, CHOICE (visible_own, FIELD_BOOL, visible_choices),
-      .help = "CUDA_VISIBLE_DEVICES: every GPU of the step with the\n"
-              "rank's own at LOCAL_RANK (default), or only its own" },
-    { "nic", PLUGSTACK, CHOICE (nic_auto, FIELD_BOOL, nic_choices),
-      .help = "export NCCL_IB_HCA and UCX_NET_DEVICES for the nearest\n"
-              "RDMA NIC (default off)" },
-    { "topology", PLUGSTACK, set_path, FIELD (topology, FIELD_STR), .syntax = "FILE",
-      .takes = "an absolute path to an hwloc XML file (lstopo --of xml), shorter than "
-               STR (DIST_PATH_MAX) " characters",
-      .help = "the node's topology as hwloc XML (lstopo --of xml),\n"
-              "instead of discovering it at each step" },
-    { "fail_fast", PLUGSTACK, ON_OFF (fail_fast_site, FIELD_BOOL),
-      .help = "when a task fails, stop the step on every node (default\n"
-              "on); off keeps Slurm's behaviour for every user" },
-    { "preflight", PLUGSTACK, ON_OFF (preflight_site, FIELD_BOOL),
-      .help = "start every step with dist-train-doctor's check of\n"
-              "addresses, MASTER_PORT and binding (default off; Slurm\n"
-              "23.11 or later; users can turn it off per step)" },
-    { "doctor", PLUGSTACK, set_path, FIELD (doctor, FIELD_STR), .syntax = "PATH",
-      .takes = "the absolute path of dist-train-doctor, shorter than " STR (DIST_PATH_MAX)
-               " characters",
-      .help = "where preflight finds dist-train-doctor" },
+    {"port_range", PLUGSTACK, set_port_range, .syntax = "LO-HI",
+     .help = "MASTER_PORT is chosen from job id and step id within\n"
+             "this range (default " STR (DIST_PORT_LO_DEFAULT) "-" STR (
+                 DIST_PORT_HI_DEFAULT) ", below the Linux\nephemeral range 32768-60999)"},
+    {"ifname", PLUGSTACK, set_ifname, .syntax = "NAME",
+     .help = "force NCCL_SOCKET_IFNAME/GLOO_SOCKET_IFNAME to NAME\n"
+             "instead of the interface that reaches rank 0's node"},
+    {"bind", PLUGSTACK, CHOICE (bind_site, FIELD_INT, bind_choices),
+     .help = "GPU and CPU binding of each rank (default auto); none\n"
+             "turns it off for every user"},
+    {"visible", PLUGSTACK, CHOICE (visible_own, FIELD_BOOL, visible_choices),
+     .help = "CUDA_VISIBLE_DEVICES: every GPU of the step with the\n"
+             "rank's own at LOCAL_RANK (default), or only its own"},
+    {"nic", PLUGSTACK, CHOICE (nic_auto, FIELD_BOOL, nic_choices),
+     .help = "export NCCL_IB_HCA and UCX_NET_DEVICES for the nearest\n"
+             "RDMA NIC (default off)"},
+    {"topology", PLUGSTACK, set_path, FIELD (topology, FIELD_STR), .syntax = "FILE",
+     .takes = "an absolute path to an hwloc XML file (lstopo --of xml), shorter than " STR (
+         DIST_PATH_MAX) " characters",
+     .help = "the node's topology as hwloc XML (lstopo --of xml),\n"
+             "instead of discovering it at each step"},
+    {"fail_fast", PLUGSTACK, ON_OFF (fail_fast_site, FIELD_BOOL),
+     .help = "when a task fails, stop the step on every node (default\n"
+             "on); off keeps Slurm's behaviour for every user"},
+    {"preflight", PLUGSTACK, ON_OFF (preflight_site, FIELD_BOOL),
+     .help = "start every step with dist-train-doctor's check of\n"
+             "addresses, MASTER_PORT and binding (default off; Slurm\n"
+             "23.11 or later; users can turn it off per step)"},
+    {"doctor", PLUGSTACK, set_path, FIELD (doctor, FIELD_STR), .syntax = "PATH",
+     .takes =
+         "the absolute path of dist-train-doctor, shorter than " STR (DIST_PATH_MAX) " characters",
+     .help = "where preflight finds dist-train-doctor"},
 };
 
 static bool is_profile (const struct word *w)
@@ -421,7 +424,7 @@ static void put_help (struct text *t, bool (*pick) (const struct word *), int wi
     for (size_t i = 0; i < COUNT (words); i++) {
         const struct word *w = &words[i];
         char label[96];
-        struct text l = { label, sizeof (label), 0 };
+        struct text l = {label, sizeof (label), 0};
         const char *line = w->help;
 
         if (!pick (w))
@@ -448,7 +451,7 @@ static const char *made (char *buf, size_t size, const char *head,
                          bool (*pick) (const struct word *), int width, const char *tail)
 {
     if (buf[0] == '\0') {
-        struct text t = { buf, size, 0 };
+        struct text t = {buf, size, 0};
         put (&t, "%s", head);
         if (width > 0)
             put_help (&t, pick, width);
@@ -545,7 +548,7 @@ static const struct word *find (enum dist_config_word_kind kind, const char *nam
 /* Apply w's value; a bad one that its setter did not explain is told what w takes. */
 static int apply (struct parse *p, const struct word *w, const char *val)
 {
-    struct text t = { p->err, p->errsz, 0 };
+    struct text t = {p->err, p->errsz, 0};
 
     if (p->errsz > 0)
         p->err[0] = '\0';
@@ -564,20 +567,18 @@ static int apply (struct parse *p, const struct word *w, const char *val)
     return -1;
 }
 
-int dist_config_parse_spec (struct dist_config *cfg, const char *spec,
-                            char *err, size_t errsz)
+int dist_config_parse_spec (struct dist_config *cfg, const char *spec, char *err, size_t errsz)
 {
     char buf[SPEC_MAX];
     char *tok, *save = NULL;
-    struct parse p = { .cfg = cfg, .err = err, .errsz = errsz };
-    struct text t = { err, errsz, 0 };
+    struct parse p = {.cfg = cfg, .err = err, .errsz = errsz};
+    struct text t = {err, errsz, 0};
 
     if (spec == NULL)
         spec = "";
     p.spec = spec;
     if (strlen (spec) >= sizeof (buf)) {
-        snprintf (err, errsz, "--dist-train SPEC is longer than %zu characters",
-                  sizeof (buf) - 1);
+        snprintf (err, errsz, "--dist-train SPEC is longer than %zu characters", sizeof (buf) - 1);
         return -1;
     }
     strcpy (buf, spec);
@@ -585,8 +586,7 @@ int dist_config_parse_spec (struct dist_config *cfg, const char *spec,
     cfg->verbose = false;
     cfg->nproc = 0;
     cfg->help = false;
-    for (tok = strtok_r (buf, ",", &save); tok != NULL;
-         tok = strtok_r (NULL, ",", &save)) {
+    for (tok = strtok_r (buf, ",", &save); tok != NULL; tok = strtok_r (NULL, ",", &save)) {
         const char *eq = strchr (tok, '=');
         const struct word *w = eq != NULL ? find (DIST_WORD_SPEC_SETTING, tok, (size_t) (eq - tok))
                                           : find (DIST_WORD_SPEC, tok, strlen (tok));
@@ -608,27 +608,28 @@ int dist_config_parse_spec (struct dist_config *cfg, const char *spec,
     }
     /* (checked once SPEC is read: its order is free) */
     if (cfg->nproc > 0 && cfg->profile != DIST_PROFILE_LAUNCHER) {
-        snprintf (err, errsz, "--dist-train: nproc= is for the launcher profile "
-                              "(--dist-train=launcher,nproc=N), where one task per node starts "
-                              "the ranks; with one task per rank, srun's -n and "
-                              "--ntasks-per-node set them");
+        snprintf (err, errsz,
+                  "--dist-train: nproc= is for the launcher profile "
+                  "(--dist-train=launcher,nproc=N), where one task per node starts "
+                  "the ranks; with one task per rank, srun's -n and "
+                  "--ntasks-per-node set them");
         return -1;
     }
     if (cfg->preflight_user == 1 && cfg->profile == DIST_PROFILE_LAUNCHER) {
-        snprintf (err, errsz, "--dist-train: preflight checks one task per rank, and the "
-                              "launcher profile runs one task per node; drop preflight, or run "
-                              "`srun --dist-train dist-train-doctor` with one task per rank");
+        snprintf (err, errsz,
+                  "--dist-train: preflight checks one task per rank, and the "
+                  "launcher profile runs one task per node; drop preflight, or run "
+                  "`srun --dist-train dist-train-doctor` with one task per rank");
         return -1;
     }
     return 0;
 }
 
-int dist_config_parse_arg (struct dist_config *cfg, const char *arg,
-                           char *err, size_t errsz)
+int dist_config_parse_arg (struct dist_config *cfg, const char *arg, char *err, size_t errsz)
 {
     const char *eq = strchr (arg, '=');
-    struct parse p = { .cfg = cfg, .tok = arg, .err = err, .errsz = errsz };
-    struct text t = { err, errsz, 0 };
+    struct parse p = {.cfg = cfg, .tok = arg, .err = err, .errsz = errsz};
+    struct text t = {err, errsz, 0};
     const struct word *w;
     size_t klen;
 
@@ -655,7 +656,7 @@ const char *dist_config_word (size_t i, enum dist_config_word_kind *kind)
 
 const char *dist_config_word_syntax (size_t i, char *buf, size_t size)
 {
-    struct text t = { buf, size, 0 };
+    struct text t = {buf, size, 0};
 
     if (i >= COUNT (words))
         return NULL;

@@ -25,9 +25,9 @@ enum dist_profile {
     DIST_PROFILE_TORCH,
     DIST_PROFILE_JAX,
     DIST_PROFILE_TF,
-    DIST_PROFILE_LAUNCHER,   /* one task per node runs torchrun/accelerate/composer */
-    DIST_PROFILE_LIGHTNING,  /* torch without TORCHELASTIC_*: Lightning stays on Slurm */
-    DIST_PROFILE_SUBMITIT,   /* torch without what submitit's export() writes */
+    DIST_PROFILE_LAUNCHER, /* one task per node runs torchrun/accelerate/composer */
+    DIST_PROFILE_LIGHTNING, /* torch without TORCHELASTIC_*: Lightning stays on Slurm */
+    DIST_PROFILE_SUBMITIT, /* torch without what submitit's export() writes */
 };
 
 /* The largest nproc= (processes a launcher starts on one node). */
@@ -36,8 +36,8 @@ enum dist_profile {
 /* What binding applies: GPUs (CUDA_VISIBLE_DEVICES order) and
  * CPUs (affinity), both, or neither. */
 enum dist_bind {
-    DIST_BIND_UNSET = 0,    /* SPEC did not say: the site's choice */
-    DIST_BIND_AUTO,         /* GPUs and CPUs (the default) */
+    DIST_BIND_UNSET = 0, /* SPEC did not say: the site's choice */
+    DIST_BIND_AUTO, /* GPUs and CPUs (the default) */
     DIST_BIND_NONE,
     DIST_BIND_GPU,
     DIST_BIND_CPU,
@@ -48,22 +48,22 @@ enum dist_bind {
 struct dist_config {
     enum dist_profile profile;
     bool verbose;
-    bool help;                       /* SPEC asked for the help text */
-    uint16_t port_lo;                /* MASTER_PORT range, inclusive */
+    bool help; /* SPEC asked for the help text */
+    uint16_t port_lo; /* MASTER_PORT range, inclusive */
     uint16_t port_hi;
-    char ifname[DIST_IFNAME_MAX];    /* admin-forced interface, "" = find it */
-    enum dist_bind bind_site;        /* plugstack bind=, AUTO by default */
-    enum dist_bind bind_user;        /* SPEC bind=, UNSET if not given */
-    bool visible_own;                /* CUDA_VISIBLE_DEVICES: only the rank's own GPUs */
-    bool nic_auto;                   /* export NCCL_IB_HCA/UCX_NET_DEVICES (plugstack nic=auto) */
-    char topology[DIST_PATH_MAX];    /* plugstack topology=FILE, "" = hwloc's sources */
-    bool fail_fast_site;             /* plugstack fail_fast=, on by default */
-    int fail_fast_user;              /* SPEC fail_fast=: -1 not given, 0 off, 1 on */
-    uint32_t watchdog_s;             /* SPEC watchdog=: DIST_TRAIN_WATCHDOG, 0 = off */
-    bool preflight_site;             /* plugstack preflight=, off by default */
-    int preflight_user;              /* SPEC preflight / preflight=: -1 not given, 0, 1 */
-    char doctor[DIST_PATH_MAX];      /* plugstack doctor=PATH: dist-train-doctor */
-    uint32_t nproc;                  /* SPEC nproc=: launcher's processes per node, 0 = find */
+    char ifname[DIST_IFNAME_MAX]; /* admin-forced interface, "" = find it */
+    enum dist_bind bind_site; /* plugstack bind=, AUTO by default */
+    enum dist_bind bind_user; /* SPEC bind=, UNSET if not given */
+    bool visible_own; /* CUDA_VISIBLE_DEVICES: only the rank's own GPUs */
+    bool nic_auto; /* export NCCL_IB_HCA/UCX_NET_DEVICES (plugstack nic=auto) */
+    char topology[DIST_PATH_MAX]; /* plugstack topology=FILE, "" = hwloc's sources */
+    bool fail_fast_site; /* plugstack fail_fast=, on by default */
+    int fail_fast_user; /* SPEC fail_fast=: -1 not given, 0 off, 1 on */
+    uint32_t watchdog_s; /* SPEC watchdog=: DIST_TRAIN_WATCHDOG, 0 = off */
+    bool preflight_site; /* plugstack preflight=, off by default */
+    int preflight_user; /* SPEC preflight / preflight=: -1 not given, 0, 1 */
+    char doctor[DIST_PATH_MAX]; /* plugstack doctor=PATH: dist-train-doctor */
+    uint32_t nproc; /* SPEC nproc=: launcher's processes per node, 0 = find */
 };
 
 /* The profile's name as SPEC spells it ("torch", "launcher" ...). */
@@ -86,13 +86,11 @@ void dist_config_init (struct dist_config *cfg);
 
 /* Apply a user SPEC ("torch", "off", "torch,verbose", "" = torch) to cfg.
  * On error returns -1 with a message in err; cfg may be partly changed. */
-int dist_config_parse_spec (struct dist_config *cfg, const char *spec,
-                            char *err, size_t errsz);
+int dist_config_parse_spec (struct dist_config *cfg, const char *spec, char *err, size_t errsz);
 
 /* Apply one plugstack.conf argument ("key=value") to cfg.
  * Unknown keys and bad values return -1 with a message in err. */
-int dist_config_parse_arg (struct dist_config *cfg, const char *arg,
-                           char *err, size_t errsz);
+int dist_config_parse_arg (struct dist_config *cfg, const char *arg, char *err, size_t errsz);
 
 /* Make a message safe for a log line: every byte below 0x20 and 0x7f (a
  * newline that would forge a line of slurmd's log, an escape sequence)

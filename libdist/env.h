@@ -20,22 +20,22 @@
 struct dist_step {
     uint32_t job_id;
     uint32_t step_id;
-    uint32_t world_size;        /* tasks in the step */
-    uint32_t node_rank;         /* index of this node in the step */
-    uint32_t node_count;        /* nodes in the step */
-    uint32_t local_world_size;  /* tasks of the step on this node */
+    uint32_t world_size; /* tasks in the step */
+    uint32_t node_rank; /* index of this node in the step */
+    uint32_t node_count; /* nodes in the step */
+    uint32_t local_world_size; /* tasks of the step on this node */
     uint32_t cpus_per_task;
-    uint32_t restart_count;     /* SLURM_RESTART_COUNT, 0 if unset */
-    uint32_t watchdog_s;        /* SPEC watchdog=: DIST_TRAIN_WATCHDOG, 0 = off */
-    uint32_t nproc_per_node;    /* launcher: the processes each node's launcher starts */
+    uint32_t restart_count; /* SLURM_RESTART_COUNT, 0 if unset */
+    uint32_t watchdog_s; /* SPEC watchdog=: DIST_TRAIN_WATCHDOG, 0 = off */
+    uint32_t nproc_per_node; /* launcher: the processes each node's launcher starts */
     char master_addr[DIST_ADDR_MAX];
     uint16_t master_port;
     char ifname[DIST_IFNAME_MAX]; /* interface that reaches rank 0; "" unknown */
 };
 
 enum dist_overwrite {
-    DIST_FACT,     /* a fact of the layout: always set from Slurm */
-    DIST_DEFAULT,  /* a choice the user may have made: keep theirs */
+    DIST_FACT, /* a fact of the layout: always set from Slurm */
+    DIST_DEFAULT, /* a choice the user may have made: keep theirs */
 };
 
 struct dist_var {
@@ -49,8 +49,7 @@ struct dist_var {
  * set more, so none is ever dropped): the generic ones every profile sets (RANK,
  * sizes, MASTER_ADDR/PORT, OMP_NUM_THREADS, interfaces), then the profile's
  * own.  Variables with no value (an unknown interface) are left out. */
-size_t dist_env_build (enum dist_profile profile, const struct dist_step *step,
-                       uint32_t rank, uint32_t local_rank,
-                       struct dist_var out[DIST_ENV_MAX]);
+size_t dist_env_build (enum dist_profile profile, const struct dist_step *step, uint32_t rank,
+                       uint32_t local_rank, struct dist_var out[DIST_ENV_MAX]);
 
 #endif /* DIST_ENV_H */

@@ -180,8 +180,8 @@ char *dist_layout_text (uint32_t job_id, uint32_t step_id, uint32_t nnodes,
     if (text == NULL)
         return NULL;
     n = snprintf (text, DIST_LAYOUT_TEXT_MAX,
-                  "step=%" PRIu32 ".%" PRIu32 " nodes=%" PRIu32 " ranks=%" PRIu32 " layout=", job_id,
-                  step_id, nnodes, nranks);
+                  "step=%" PRIu32 ".%" PRIu32 " nodes=%" PRIu32 " ranks=%" PRIu32 " layout=",
+                  job_id, step_id, nnodes, nranks);
     len = (size_t) n;
     while (rank < nranks) {
         if (node_of_rank[rank] >= nnodes)
@@ -226,8 +226,8 @@ static bool take_word (const char **p, const char *word)
     return true;
 }
 
-int dist_layout_text_parse (const char *text, uint32_t job_id, uint32_t step_id,
-                            uint32_t nnodes, uint32_t nranks, uint32_t *node_of_rank)
+int dist_layout_text_parse (const char *text, uint32_t job_id, uint32_t step_id, uint32_t nnodes,
+                            uint32_t nranks, uint32_t *node_of_rank)
 {
     const char *p = text;
     uint32_t job, step, nodes, ranks, node, count, rank = 0;

@@ -61,8 +61,8 @@ char *dist_layout_text (uint32_t job_id, uint32_t step_id, uint32_t nnodes,
 /* Read such text, for step job_id.step_id of nnodes nodes and nranks ranks,
  * into node_of_rank (nranks entries); -1 for anything malformed, another
  * step, another shape, or runs that do not add up to nranks. */
-int dist_layout_text_parse (const char *text, uint32_t job_id, uint32_t step_id,
-                            uint32_t nnodes, uint32_t nranks, uint32_t *node_of_rank);
+int dist_layout_text_parse (const char *text, uint32_t job_id, uint32_t step_id, uint32_t nnodes,
+                            uint32_t nranks, uint32_t *node_of_rank);
 
 /* nbytes from the kernel's random source, as 2 * nbytes lowercase hex
  * digits and a NUL into out (a step's key, a nonce); 0, or -1 (out ""). */

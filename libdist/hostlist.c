@@ -98,8 +98,7 @@ static bool expr_parse (const char *s, size_t len, long cap, struct expr *e, lon
         return false;
     /* one bracket pair; blanks are separators to Slurm's reader, never part of a name */
     for (p = s; p < end; p++)
-        if ((*p == '[' && p != e->open) || (*p == ']' && p != e->close) || *p == ' '
-            || *p == '\t')
+        if ((*p == '[' && p != e->open) || (*p == ']' && p != e->close) || *p == ' ' || *p == '\t')
             return false;
     *count = 1;
     if (e->open == NULL)

@@ -19,8 +19,8 @@ ssize_t dist_read_all (int fd, char *buf, size_t size);
 
 /* Who may have written a file that dist_read_file accepts. */
 enum dist_file_owner {
-    DIST_FILE_ANYONE,     /* any regular file */
-    DIST_FILE_ROOT_ONLY,  /* root's, writable by no one else, not a symlink */
+    DIST_FILE_ANYONE, /* any regular file */
+    DIST_FILE_ROOT_ONLY, /* root's, writable by no one else, not a symlink */
 };
 
 /* A regular file's whole text, malloc'ed and NUL-terminated (*len without

@@ -68,9 +68,8 @@ int dist_tasks_per_node_parse (const char *text, uint32_t *counts, size_t max)
     return n > (size_t) INT32_MAX ? -1 : (int) n;
 }
 
-int dist_layout_assign (enum dist_distribution dist, uint32_t plane_size,
-                        const uint32_t *counts, size_t nnodes,
-                        uint32_t *node_of_rank, size_t ntasks)
+int dist_layout_assign (enum dist_distribution dist, uint32_t plane_size, const uint32_t *counts,
+                        size_t nnodes, uint32_t *node_of_rank, size_t ntasks)
 {
     uint32_t *left;
     uint64_t sum = 0;

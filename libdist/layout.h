@@ -26,8 +26,7 @@ int dist_tasks_per_node_parse (const char *text, uint32_t *counts, size_t max);
  * at a time); cyclic and plane skip nodes that are full, as Slurm does.
  * Returns -1 when the counts do not add up to ntasks or the distribution
  * cannot be computed (arbitrary, unknown). */
-int dist_layout_assign (enum dist_distribution dist, uint32_t plane_size,
-                        const uint32_t *counts, size_t nnodes,
-                        uint32_t *node_of_rank, size_t ntasks);
+int dist_layout_assign (enum dist_distribution dist, uint32_t plane_size, const uint32_t *counts,
+                        size_t nnodes, uint32_t *node_of_rank, size_t ntasks);
 
 #endif /* DIST_LAYOUT_H */

@@ -16,8 +16,8 @@ bool dist_same_host (const struct sockaddr *a, const struct sockaddr *b)
                == ((const struct sockaddr_in *) b)->sin_addr.s_addr;
     if (a->sa_family == AF_INET6)
         return memcmp (&((const struct sockaddr_in6 *) a)->sin6_addr,
-                       &((const struct sockaddr_in6 *) b)->sin6_addr,
-                       sizeof (struct in6_addr)) == 0;
+                       &((const struct sockaddr_in6 *) b)->sin6_addr, sizeof (struct in6_addr))
+               == 0;
     return false;
 }
 

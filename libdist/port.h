@@ -11,7 +11,6 @@
 #define DIST_PORT_STEPS_PER_JOB 16
 
 /* The port for a step within [lo, hi]; the same on every node. */
-uint16_t dist_port_for_step (uint16_t lo, uint16_t hi, uint32_t job_id,
-                             uint32_t step_id);
+uint16_t dist_port_for_step (uint16_t lo, uint16_t hi, uint32_t job_id, uint32_t step_id);
 
 #endif /* DIST_PORT_H */

@@ -20,7 +20,7 @@
  * five-digit ports). */
 int dist_tf_config_fits (const char *const *host_of_rank, size_t ntasks);
 
-char *dist_tf_config_prefix (const char *const *host_of_rank, size_t ntasks,
-                             uint16_t port_base, uint16_t lo, uint16_t hi);
+char *dist_tf_config_prefix (const char *const *host_of_rank, size_t ntasks, uint16_t port_base,
+                             uint16_t lo, uint16_t hi);
 
 #endif /* DIST_TFCONFIG_H */

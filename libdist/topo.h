@@ -15,28 +15,28 @@
 
 #define DIST_GPUS_MAX 64
 #define DIST_NICS_MAX 64
-#define DIST_BUSID_MAX 16   /* "dddd:bb:dd.f" and the NUL */
+#define DIST_BUSID_MAX 16 /* "dddd:bb:dd.f" and the NUL */
 #define DIST_NICNAME_MAX 32
 
 struct dist_gpu {
     char busid[DIST_BUSID_MAX];
-    hwloc_obj_t pci;       /* the PCI device */
-    hwloc_obj_t numa;      /* first ancestor with local memory: its cpuset is
+    hwloc_obj_t pci; /* the PCI device */
+    hwloc_obj_t numa; /* first ancestor with local memory: its cpuset is
                               the GPU's NUMA locality */
-    hwloc_obj_t package;   /* enclosing package, else the machine */
+    hwloc_obj_t package; /* enclosing package, else the machine */
 };
 
 struct dist_nic {
-    char name[DIST_NICNAME_MAX];   /* OpenFabrics name: mlx5_0, rdmap197s0 */
+    char name[DIST_NICNAME_MAX]; /* OpenFabrics name: mlx5_0, rdmap197s0 */
     hwloc_obj_t pci;
 };
 
 struct dist_topo {
     hwloc_topology_t topo;
-    bool this_system;       /* the topology is this machine's (not an XML
+    bool this_system; /* the topology is this machine's (not an XML
                                from elsewhere) */
     int ngpus;
-    struct dist_gpu gpu[DIST_GPUS_MAX];    /* sorted by PCI bus id */
+    struct dist_gpu gpu[DIST_GPUS_MAX]; /* sorted by PCI bus id */
     int nnics;
     struct dist_nic nic[DIST_NICS_MAX];
 };
@@ -74,8 +74,7 @@ int dist_topo_cache_key (char *buf, size_t size, const char *boot_id, unsigned h
 
 /* The seal line for len bytes of XML text and key; -1 when it does not fit
  * in size. */
-int dist_topo_cache_seal (const char *xml, size_t len, const char *key, char *line,
-                          size_t size);
+int dist_topo_cache_seal (const char *xml, size_t len, const char *key, char *line, size_t size);
 
 /* The length of the XML text of a sealed cache of len bytes, its key copied
  * into key; -1 when the seal is missing, malformed or does not match. */
@@ -99,7 +98,7 @@ int dist_topo_site_key (char *buf, size_t size, const char *boot_id, unsigned hw
  * XML file, which may hold anything XML allows, needs libxml2's; hwloc's own export (our
  * cache, the child's answer) is read by hwloc's built-in parser. */
 #define DIST_TOPO_PLUGINS_ENV "HWLOC_PLUGINS_BLACKLIST"
-#define DIST_TOPO_PLUGINS_GPU \
+#define DIST_TOPO_PLUGINS_GPU                                                                      \
     "hwloc_gl,hwloc_opencl,hwloc_cuda,hwloc_nvml,hwloc_rsmi,hwloc_levelzero"
 #define DIST_TOPO_PLUGINS_FOR_SITE_XML DIST_TOPO_PLUGINS_GPU ",hwloc_pci"
 #define DIST_TOPO_PLUGINS_FOR_LIVE_IO DIST_TOPO_PLUGINS_GPU ",hwloc_xml_libxml"
@@ -138,8 +137,8 @@ int dist_topo_read_file (const char *label, const char *path, unsigned flags,
                          size_t errsz);
 
 /* The same from an XML text in memory of len bytes, its NUL included. */
-int dist_topo_load_xml (struct dist_topo *t, const char *xml, size_t len, unsigned flags,
-                        char *err, size_t errsz);
+int dist_topo_load_xml (struct dist_topo *t, const char *xml, size_t len, unsigned flags, char *err,
+                        size_t errsz);
 
 void dist_topo_destroy (struct dist_topo *t);
 

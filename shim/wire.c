@@ -60,8 +60,7 @@ void shim_frame_header (uint8_t *out, enum shim_op op, uint64_t seq, uint64_t si
     put_u64 (out + 16, seq);
 }
 
-int shim_frame_header_parse (const uint8_t *header, enum shim_op op, uint64_t seq,
-                             uint64_t *size)
+int shim_frame_header_parse (const uint8_t *header, enum shim_op op, uint64_t seq, uint64_t *size)
 {
     uint64_t n;
 
@@ -101,8 +100,7 @@ int shim_parse_timeout (const char *text, double *seconds)
         return -1;
     errno = 0;
     v = strtod (text, &end);
-    if (errno != 0 || end == text || *end != '\0' || !isfinite (v) || v < 0
-        || v > SHIM_TIMEOUT_MAX)
+    if (errno != 0 || end == text || *end != '\0' || !isfinite (v) || v < 0 || v > SHIM_TIMEOUT_MAX)
         return -1;
     *seconds = v;
     return 0;
@@ -112,19 +110,29 @@ static const struct {
     const char *name;
     int signo;
 } signal_names[] = {
-    {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"HUP", SIGHUP},
-    {"INT", SIGINT},   {"QUIT", SIGQUIT}, {"XCPU", SIGXCPU}, {"PWR", SIGPWR},
+    {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"HUP", SIGHUP}, {"INT", SIGINT},
+    {"QUIT", SIGQUIT}, {"XCPU", SIGXCPU}, {"PWR", SIGPWR},
 };
 
 bool shim_signal_allowed (int signo)
 {
     switch (signo) {
-    case SIGKILL: case SIGSTOP: /* cannot be caught */
+    case SIGKILL:
+    case SIGSTOP: /* cannot be caught */
     case SIGTERM: /* the shim records it already */
     /* faults: a handler that returns runs the faulting instruction again */
-    case SIGSEGV: case SIGBUS: case SIGFPE: case SIGILL: case SIGTRAP: case SIGSYS:
+    case SIGSEGV:
+    case SIGBUS:
+    case SIGFPE:
+    case SIGILL:
+    case SIGTRAP:
+    case SIGSYS:
     /* sent by the kernel or the runtime for their own reasons */
-    case SIGCONT: case SIGPIPE: case SIGCHLD: case SIGURG: case SIGALRM:
+    case SIGCONT:
+    case SIGPIPE:
+    case SIGCHLD:
+    case SIGURG:
+    case SIGALRM:
         return false;
     default:
         return signo > 0 && signo < NSIG;

@@ -59,8 +59,7 @@ int shim_frame_parse (const uint8_t *chunk, size_t len, enum shim_op op, uint64_
                       uint64_t *size);
 /* The same checks of the SHIM_FRAME_HEADER bytes at header alone, but for the chunk's length
  * (PMI-2 cuts frames into smaller chunks). */
-int shim_frame_header_parse (const uint8_t *header, enum shim_op op, uint64_t seq,
-                             uint64_t *size);
+int shim_frame_header_parse (const uint8_t *header, enum shim_op op, uint64_t seq, uint64_t *size);
 
 /* "300", "2.5", "0": seconds, 0 means forever. -1 for anything else (negative, not a number,
  * trailing text). */

@@ -128,8 +128,8 @@ static int own_affinity (const struct dist_topo *t, hwloc_bitmap_t here)
  * describes the node with more CPUs than it has: Slurm's numbers say
  * nothing about this machine then, and the step is planned on what
  * slurmstepd may use, with a warning that names them. */
-static int step_cpus (struct node_binding *b, spank_t sp, const struct dist_topo *t, hwloc_bitmap_t allowed,
-                      hwloc_bitmap_t here)
+static int step_cpus (struct node_binding *b, spank_t sp, const struct dist_topo *t,
+                      hwloc_bitmap_t allowed, hwloc_bitmap_t here)
 {
     char *cores = NULL, err[DIST_ERR_MAX], gone[128], mine[128];
     hwloc_bitmap_t missing = hwloc_bitmap_alloc (), both = hwloc_bitmap_alloc ();
@@ -155,14 +155,16 @@ static int step_cpus (struct node_binding *b, spank_t sp, const struct dist_topo
         if (have_here && !hwloc_bitmap_iszero (both))
             hwloc_bitmap_copy (allowed, both);
         if (hwloc_bitmap_iszero (allowed)) {
-            warn (b, "Slurm gave the job cores %.64s, but the topology has %d: CPUs not bound "
+            warn (b,
+                  "Slurm gave the job cores %.64s, but the topology has %d: CPUs not bound "
                   "(slurm.conf may describe this node with more CPUs than it has: compare "
                   "with slurmd -C)",
                   cores, dist_topo_core_count (t));
             goto out;
         }
         hwloc_bitmap_list_snprintf (mine, sizeof (mine), allowed);
-        warn (b, "Slurm gave the job cores %.64s, but this machine has no core%s %.64s (it has "
+        warn (b,
+              "Slurm gave the job cores %.64s, but this machine has no core%s %.64s (it has "
               "%d; slurm.conf describes the node with more CPUs than it has: compare with "
               "slurmd -C): ranks planned on CPUs %.64s, %s",
               cores, nmissing > 1 ? "s" : "", gone, dist_topo_core_count (t), mine,
@@ -200,9 +202,8 @@ static char *join_tokens (const int *pos, int n, char (*tokens)[64])
 }
 
 static int fill_task (const struct dist_config *cfg, const struct dist_topo *t,
-                      const struct dist_bind_plan *plan,
-                      const int *index, char (*tokens)[64], hwloc_const_bitmap_t here, int r,
-                      struct task_binding *tb)
+                      const struct dist_bind_plan *plan, const int *index, char (*tokens)[64],
+                      hwloc_const_bitmap_t here, int r, struct task_binding *tb)
 {
     const struct dist_bind_rank *rk = &plan->rank[r];
     int pos[DIST_GPUS_MAX], n, i;
@@ -262,8 +263,8 @@ static bool user_bound_gpus (spank_t sp)
 
 /* Each task's share of the plan, once the plan is made. */
 static void fill_tasks (struct node_binding *b, const struct dist_topo *t,
-                        const struct dist_bind_plan *plan, const int *index,
-                        char (*tokens)[64], hwloc_const_bitmap_t here, uint32_t ntasks)
+                        const struct dist_bind_plan *plan, const int *index, char (*tokens)[64],
+                        hwloc_const_bitmap_t here, uint32_t ntasks)
 {
     int r;
 
@@ -278,8 +279,8 @@ static void fill_tasks (struct node_binding *b, const struct dist_topo *t,
         }
 }
 
-static void plan_on (struct node_binding *b, spank_t sp, const struct dist_topo *t,
-                     uint32_t ntasks, const int *index, char (*tokens)[64], int ngpus)
+static void plan_on (struct node_binding *b, spank_t sp, const struct dist_topo *t, uint32_t ntasks,
+                     const int *index, char (*tokens)[64], int ngpus)
 {
     struct dist_bind_plan plan;
     char err[DIST_ERR_MAX];
@@ -304,7 +305,7 @@ out:
 }
 
 struct node_binding *dist_train_bind_plan (spank_t sp, const struct dist_config *cfg,
-                                     struct node_topology *nt, const char *node_name)
+                                           struct node_topology *nt, const char *node_name)
 {
     struct node_binding *b = calloc (1, sizeof (*b));
     const struct dist_topo *t;
@@ -355,8 +356,7 @@ void dist_train_bind_free (struct node_binding *b)
     free (b);
 }
 
-static void report (const struct node_binding *b, spank_t sp, bool cpus_theirs,
-                    bool gpus_theirs)
+static void report (const struct node_binding *b, spank_t sp, bool cpus_theirs, bool gpus_theirs)
 {
     const char *host = b->node_name;
     int r;
@@ -368,8 +368,7 @@ static void report (const struct node_binding *b, spank_t sp, bool cpus_theirs,
         slurm_spank_log ("%s: %s: --cpu-bind given: CPUs left as Slurm bound them", PLUGIN_NAME,
                          host);
     slurm_spank_log ("%s: %s: binding planned in %.0f us (topology loaded in %.0f us, %s)",
-                     PLUGIN_NAME, host, b->plan_us, b->load_us,
-                     dist_topology_said (b->topology));
+                     PLUGIN_NAME, host, b->plan_us, b->load_us, dist_topology_said (b->topology));
     if (b->cpus_shared)
         slurm_spank_log ("%s: %s: more ranks than CPUs (%d ranks, %d CPUs): one CPU each, "
                          "shared evenly",
@@ -387,7 +386,7 @@ static void report (const struct node_binding *b, spank_t sp, bool cpus_theirs,
 }
 
 void dist_train_bind_task (const struct node_binding *b, spank_t sp, int local_rank,
-                     const struct container_note *c, uint32_t *omp_threads)
+                           const struct container_note *c, uint32_t *omp_threads)
 {
     enum dist_bind mode = dist_config_bind (b->cfg);
     bool cpus_theirs = b->cpus_asked, gpus_theirs = user_bound_gpus (sp);

@@ -28,7 +28,7 @@ void dist_compat_srun_kill_on_bad_exit (void)
 
 bool dist_compat_has_prepend_task_argv (void)
 {
-    return SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 11, 0);
+    return SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM (23, 11, 0);
 }
 
 int dist_compat_prepend_task_argv (spank_t sp, int argc, const char *argv[])

@@ -25,9 +25,9 @@
 
 /* What user_init saw, for the tasks. */
 struct container_note {
-    char **srun_env;      /* the step's environment in user_init (srun's) */
+    char **srun_env; /* the step's environment in user_init (srun's) */
     ino_t stepd_mount_ns; /* slurmstepd's mount namespace, 0 unknown */
-    bool asked;           /* pyxis's --container-image/-name given */
+    bool asked; /* pyxis's --container-image/-name given */
 };
 
 /* The inode of this process's mount namespace, 0 when unknown. */
@@ -80,7 +80,7 @@ static const char *srun_value (const struct container_note *c, const char *name)
 /* A container plugin's option, given to this step. */
 static bool option_given (spank_t sp, const char *name)
 {
-    struct spank_option opt = { .name = (char *) name, .has_arg = 1 };
+    struct spank_option opt = {.name = (char *) name, .has_arg = 1};
     char *arg = NULL;
 
     return spank_option_getopt (sp, &opt, &arg) == ESPANK_SUCCESS;

@@ -58,11 +58,10 @@ bool dist_train_env_count (spank_t sp, const char *name, uint32_t *count);
 struct step_layout {
     uint32_t nnodes;
     uint32_t ntasks;
-    char **names;             /* node names, by node rank */
-    uint32_t *node_of_rank;   /* node rank, by rank */
+    char **names; /* node names, by node rank */
+    uint32_t *node_of_rank; /* node rank, by rank */
 };
-int dist_train_layout_load (spank_t sp, const struct dist_step *st,
-                            struct step_layout *layout);
+int dist_train_layout_load (spank_t sp, const struct dist_step *st, struct step_layout *layout);
 
 void dist_train_layout_free (struct step_layout *layout);
 
@@ -81,9 +80,9 @@ void dist_train_remote_exit (void);
 /* master.c: rank 0's address, MASTER_PORT and the interface towards rank 0.
  * srun is what srun handed over, NULL when nothing; node_name gets this
  * node's name (for messages). -1 with a message in err. */
-int dist_master_choose (spank_t sp, const struct dist_config *cfg,
-                        const struct dist_handover *srun, struct dist_step *step,
-                        char *node_name, size_t node_name_size, char *err, size_t errsz);
+int dist_master_choose (spank_t sp, const struct dist_config *cfg, const struct dist_handover *srun,
+                        struct dist_step *step, char *node_name, size_t node_name_size, char *err,
+                        size_t errsz);
 
 /* report.c: verbose, what the step got, said once by rank 0 */
 void dist_report_step (spank_t sp, const struct dist_config *cfg, const struct dist_step *st);
@@ -101,9 +100,9 @@ void dist_container_free (struct container_note *c);
 int dist_container_set_default (const struct container_note *c, spank_t sp, const char *name,
                                 const char *value);
 enum dist_container {
-    DIST_NO_CONTAINER,     /* no container asked for */
-    DIST_IN_CONTAINER,     /* task_init runs in the container's mount namespace */
-    DIST_CONTAINER_LATER,  /* asked for, and entered after this plugin's task_init */
+    DIST_NO_CONTAINER, /* no container asked for */
+    DIST_IN_CONTAINER, /* task_init runs in the container's mount namespace */
+    DIST_CONTAINER_LATER, /* asked for, and entered after this plugin's task_init */
 };
 enum dist_container dist_container_state (const struct container_note *c);
 
@@ -113,12 +112,12 @@ enum dist_container dist_container_state (const struct container_note *c);
 struct dist_topo;
 struct node_topology;
 enum topo_source {
-    TOPO_NONE = 0,   /* not loaded */
-    TOPO_SITE_FILE,  /* plugstack topology= (read in a child) or HWLOC_XMLFILE */
-    TOPO_SITE_COPY,  /* our checked copy of plugstack topology= */
-    TOPO_CACHE,      /* our cache of an earlier step's live load */
-    TOPO_LIVE,       /* the machine, without I/O devices */
-    TOPO_LIVE_IO,    /* the machine, with GPUs and NICs */
+    TOPO_NONE = 0, /* not loaded */
+    TOPO_SITE_FILE, /* plugstack topology= (read in a child) or HWLOC_XMLFILE */
+    TOPO_SITE_COPY, /* our checked copy of plugstack topology= */
+    TOPO_CACHE, /* our cache of an earlier step's live load */
+    TOPO_LIVE, /* the machine, without I/O devices */
+    TOPO_LIVE_IO, /* the machine, with GPUs and NICs */
 };
 struct node_topology *dist_topology_new (const struct dist_config *cfg);
 /* The topology (owned by nt), or NULL with the reason in err. */
@@ -137,17 +136,17 @@ void dist_topology_free (struct node_topology *nt);
  * (never fails the step; problems are reported by local rank 0) */
 struct node_binding;
 struct node_binding *dist_train_bind_plan (spank_t sp, const struct dist_config *cfg,
-                                     struct node_topology *nt, const char *node_name);
+                                           struct node_topology *nt, const char *node_name);
 void dist_train_bind_task (const struct node_binding *b, spank_t sp, int local_rank,
-                     const struct container_note *c, uint32_t *omp_threads);
+                           const struct container_note *c, uint32_t *omp_threads);
 void dist_train_bind_free (struct node_binding *b);
 /* The step's GPUs on this node (0 when none, or Slurm's lists make no sense). */
 int dist_train_step_gpu_count (spank_t sp);
 
 /* failfast.c: one failed task stops the step on every node */
 struct failfast {
-    bool armed;               /* srun armed kill-on-bad-exit for this step */
-    bool reported;            /* this node already named a failed rank */
+    bool armed; /* srun armed kill-on-bad-exit for this step */
+    bool reported; /* this node already named a failed rank */
     uint32_t job_id, step_id;
     char node_name[64];
 };
@@ -163,10 +162,9 @@ bool dist_train_stderr_line (const char *msg, size_t len);
 void dist_train_wait_forwarded (int fd);
 
 /* network.c */
-int dist_train_resolve_master (spank_t sp, const char *node, const char *node_addr,
-                               bool here, char *addr, size_t addrsz, char *err, size_t errsz);
+int dist_train_resolve_master (spank_t sp, const char *node, const char *node_addr, bool here,
+                               char *addr, size_t addrsz, char *err, size_t errsz);
 void dist_train_find_ifname (const char *master_addr, char *ifname, size_t ifsz);
-int dist_train_check_port_free (const char *master_addr, uint16_t port,
-                                char *err, size_t errsz);
+int dist_train_check_port_free (const char *master_addr, uint16_t port, char *err, size_t errsz);
 
 #endif /* DIST_TRAIN_H */

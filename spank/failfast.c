@@ -65,8 +65,8 @@ int dist_failfast_task_exit (spank_t sp, struct failfast *ff)
     n = snprintf (msg, sizeof (msg),
                   "%s: rank %lu on %s %s: stopping every rank of step %lu.%lu "
                   "(--dist-train=fail_fast=off lets the others run)\n",
-                  PLUGIN_NAME, (unsigned long) rank, ff->node_name, how,
-                  (unsigned long) ff->job_id, (unsigned long) ff->step_id);
+                  PLUGIN_NAME, (unsigned long) rank, ff->node_name, how, (unsigned long) ff->job_id,
+                  (unsigned long) ff->step_id);
     if (n <= 0 || (size_t) n >= sizeof (msg))
         return 0;
     /* slurmd's log, without the newline */

@@ -20,7 +20,7 @@
  * back while blocked). */
 static ssize_t write_no_sigpipe (int fd, const void *buf, size_t len)
 {
-    static const struct timespec zero = { 0, 0 };
+    static const struct timespec zero = {0, 0};
     sigset_t pipe_set, old;
     ssize_t n;
     int saved;
@@ -49,7 +49,7 @@ static ssize_t write_no_sigpipe (int fd, const void *buf, size_t len)
  * zero-timeout poll says it is writable.  Returns whether it went out. */
 bool dist_train_stderr_line (const char *msg, size_t len)
 {
-    struct pollfd pfd = { .fd = STDERR_FILENO, .events = POLLOUT };
+    struct pollfd pfd = {.fd = STDERR_FILENO, .events = POLLOUT};
     struct stat sb;
     bool written;
     int fd;

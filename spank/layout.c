@@ -29,8 +29,7 @@ static int arbitrary_layout (spank_t sp, const struct dist_step *st, struct step
     return rc;
 }
 
-int dist_train_layout_load (spank_t sp, const struct dist_step *st,
-                            struct step_layout *l)
+int dist_train_layout_load (spank_t sp, const struct dist_step *st, struct step_layout *l)
 {
     char dist_text[64], plane_text[16], *text = NULL;
     uint32_t *counts = NULL, plane = 0, i;

@@ -109,8 +109,7 @@ static int launcher_tasks_refused (spank_t sp, const struct dist_config *cfg)
 
     if (cfg->profile != DIST_PROFILE_LAUNCHER
         || spank_get_item (sp, S_JOB_NNODES, &nodes) != ESPANK_SUCCESS
-        || spank_get_item (sp, S_JOB_TOTAL_TASK_COUNT, &tasks) != ESPANK_SUCCESS
-        || tasks == nodes)
+        || spank_get_item (sp, S_JOB_TOTAL_TASK_COUNT, &tasks) != ESPANK_SUCCESS || tasks == nodes)
         return 0;
     slurm_error ("%s: --dist-train=launcher runs one task per node, which starts the ranks "
                  "(torchrun, accelerate launch, composer), and this step has %lu tasks on %lu "
@@ -146,8 +145,7 @@ int dist_train_local_user_init (spank_t sp, const struct dist_config *cfg)
      * names, which slurmstepd must not open). */
     if (read_step_layout (&h, &layout) < 0)
         slurm_verbose ("%s: cannot read step %lu.%lu's layout from slurmctld: %s", PLUGIN_NAME,
-                       (unsigned long) h.job_id, (unsigned long) h.step_id,
-                       slurm_strerror (errno));
+                       (unsigned long) h.job_id, (unsigned long) h.step_id, slurm_strerror (errno));
     /* A MASTER_ADDR the user set is kept: no need to ask for Slurm's address. */
     if (h.rank0_node[0] != '\0'
         && (getenv ("MASTER_ADDR") == NULL || getenv ("MASTER_ADDR")[0] == '\0'))

@@ -54,8 +54,7 @@ static bool is_arbitrary (spank_t sp)
  * arbitrary distribution cannot be told: SLURM_HOSTFILE names a path that
  * slurmstepd does not open. */
 static int find_rank0_node (spank_t sp, const struct dist_handover *srun, const char *first,
-                            const char *self, char **rank0, bool *here, char *err,
-                            size_t errsz)
+                            const char *self, char **rank0, bool *here, char *err, size_t errsz)
 {
     uint32_t lid;
     bool runs_rank0;
@@ -72,8 +71,8 @@ static int find_rank0_node (spank_t sp, const struct dist_handover *srun, const 
         return -1;
     }
     /* This node knows whether it runs rank 0: check what was derived. */
-    runs_rank0 = spank_get_item (sp, S_JOB_GLOBAL_TO_LOCAL_ID, (uint32_t) 0, &lid)
-                 == ESPANK_SUCCESS;
+    runs_rank0 =
+        spank_get_item (sp, S_JOB_GLOBAL_TO_LOCAL_ID, (uint32_t) 0, &lid) == ESPANK_SUCCESS;
     *here = strcmp (self, *rank0) == 0;
     if (runs_rank0 != *here) {
         snprintf (err, errsz,
@@ -103,8 +102,9 @@ static int choose_address (spank_t sp, const struct dist_config *cfg,
         && user_addr[0] != '\0') {
         /* jax builds JAX_COORDINATOR_ADDRESS from it: never from a cut name */
         if (cfg->profile == DIST_PROFILE_JAX && strlen (user_addr) >= sizeof (step->master_addr)) {
-            snprintf (err, errsz, "the jax profile needs a MASTER_ADDR of at most 45 "
-                                  "characters; set it to rank 0's address, not a long name");
+            snprintf (err, errsz,
+                      "the jax profile needs a MASTER_ADDR of at most 45 "
+                      "characters; set it to rank 0's address, not a long name");
             return -1;
         }
         /* (too long to be an address: the user's value is kept as it is) */
@@ -127,24 +127,25 @@ static int choose_port (spank_t sp, const struct dist_config *cfg, const char *r
     char user_port[16], why[DIST_ERR_MAX];
     uint32_t n;
 
-    step->master_port = dist_port_for_step (cfg->port_lo, cfg->port_hi, step->job_id,
-                                            step->step_id);
+    step->master_port =
+        dist_port_for_step (cfg->port_lo, cfg->port_hi, step->job_id, step->step_id);
     if (spank_getenv (sp, "MASTER_PORT", user_port, sizeof (user_port)) == ESPANK_SUCCESS) {
         if (dist_train_env_count (sp, "MASTER_PORT", &n) && n >= 1 && n <= 65535)
             step->master_port = (uint16_t) n;
         return 0;
     }
-    if (here && dist_train_check_port_free (step->master_addr, step->master_port, why,
-                                            sizeof (why)) < 0) {
+    if (here
+        && dist_train_check_port_free (step->master_addr, step->master_port, why, sizeof (why))
+               < 0) {
         snprintf (err, errsz, "node %.64s: %s", rank0, why);
         return -1;
     }
     return 0;
 }
 
-int dist_master_choose (spank_t sp, const struct dist_config *cfg,
-                        const struct dist_handover *srun, struct dist_step *step,
-                        char *node_name, size_t node_name_size, char *err, size_t errsz)
+int dist_master_choose (spank_t sp, const struct dist_config *cfg, const struct dist_handover *srun,
+                        struct dist_step *step, char *node_name, size_t node_name_size, char *err,
+                        size_t errsz)
 {
     char *rank0 = NULL, *first = NULL, *self = NULL;
     bool here;

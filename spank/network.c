@@ -16,8 +16,8 @@
 #include "libdist/address.h"
 
 /* Fill a sockaddr for a numeric address; 0 on success. */
-static int to_sockaddr (const char *addr, uint16_t port,
-                        struct sockaddr_storage *ss, socklen_t *len)
+static int to_sockaddr (const char *addr, uint16_t port, struct sockaddr_storage *ss,
+                        socklen_t *len)
 {
     struct sockaddr_in *in = (struct sockaddr_in *) ss;
     struct sockaddr_in6 *in6 = (struct sockaddr_in6 *) ss;
@@ -42,7 +42,7 @@ static int to_sockaddr (const char *addr, uint16_t port,
  * resolves only to loopback. */
 static int lookup (const char *name, char *addr, size_t addrsz)
 {
-    struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
     struct addrinfo *list = NULL;
     int rc;
 
@@ -75,9 +75,8 @@ static void source_address_towards (const char *peer, char *addr, size_t addrsz)
         return;
     }
     close (fd);
-    raw = src.ss_family == AF_INET
-              ? (const void *) &((struct sockaddr_in *) &src)->sin_addr
-              : (const void *) &((struct sockaddr_in6 *) &src)->sin6_addr;
+    raw = src.ss_family == AF_INET ? (const void *) &((struct sockaddr_in *) &src)->sin_addr
+                                   : (const void *) &((struct sockaddr_in6 *) &src)->sin6_addr;
     if (inet_ntop (src.ss_family, raw, addr, (socklen_t) addrsz) == NULL)
         addr[0] = '\0';
 }
@@ -94,14 +93,13 @@ void dist_train_find_ifname (const char *master_addr, char *ifname, size_t ifsz)
     ifname[0] = '\0';
     if (to_sockaddr (master_addr, 0, &src, &len) < 0
         && lookup (master_addr, resolved, sizeof (resolved)) == 0)
-        master_addr = resolved;   /* a name the user gave */
+        master_addr = resolved; /* a name the user gave */
     source_address_towards (master_addr, source, sizeof (source));
     if (source[0] != '\0' && to_sockaddr (source, 0, &src, &len) == 0)
         (void) dist_interface_of ((struct sockaddr *) &src, ifname, ifsz);
 }
 
-int dist_train_check_port_free (const char *master_addr, uint16_t port,
-                                char *err, size_t errsz)
+int dist_train_check_port_free (const char *master_addr, uint16_t port, char *err, size_t errsz)
 {
     struct sockaddr_storage ss;
     socklen_t len;
@@ -127,8 +125,8 @@ int dist_train_check_port_free (const char *master_addr, uint16_t port,
 
 /* Rank 0's node's address: its name as this node resolves it, else the
  * NodeAddr that srun read from Slurm (local.c; no RPC here). */
-int dist_train_resolve_master (spank_t sp, const char *node, const char *node_addr,
-                               bool here, char *addr, size_t addrsz, char *err, size_t errsz)
+int dist_train_resolve_master (spank_t sp, const char *node, const char *node_addr, bool here,
+                               char *addr, size_t addrsz, char *err, size_t errsz)
 {
     char launcher[DIST_ADDR_MAX];
 
@@ -137,8 +135,9 @@ int dist_train_resolve_master (spank_t sp, const char *node, const char *node_ad
         return 0;
     /* Rank 0's own node can still tell the address the others reach it on:
      * the one it uses towards srun's host. */
-    if (here && spank_getenv (sp, "SLURM_LAUNCH_NODE_IPADDR", launcher, sizeof (launcher))
-                    == ESPANK_SUCCESS) {
+    if (here
+        && spank_getenv (sp, "SLURM_LAUNCH_NODE_IPADDR", launcher, sizeof (launcher))
+               == ESPANK_SUCCESS) {
         source_address_towards (launcher, addr, addrsz);
         if (addr[0] != '\0')
             return 0;
@@ -146,6 +145,7 @@ int dist_train_resolve_master (spank_t sp, const char *node, const char *node_ad
     snprintf (err, errsz,
               "no usable address for rank 0's node '%.64s': its name does not resolve "
               "or resolves only to loopback (an /etc/hosts '127.0.1.1' line?), and "
-              "Slurm's NodeAddr does not help; set MASTER_ADDR to its address", node);
+              "Slurm's NodeAddr does not help; set MASTER_ADDR to its address",
+              node);
     return -1;
 }

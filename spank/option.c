@@ -14,8 +14,8 @@
  * callback has no argument to carry them), read-only after. */
 static struct {
     struct dist_config cfg;
-    bool given;                 /* --dist-train seen (srun, or via sbatch) */
-    char error[DIST_ERR_MAX];   /* slurmstepd: the first bad setting, "" none */
+    bool given; /* --dist-train seen (srun, or via sbatch) */
+    char error[DIST_ERR_MAX]; /* slurmstepd: the first bad setting, "" none */
 } settings;
 
 const struct dist_config *dist_train_config (void)

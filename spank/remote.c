@@ -17,12 +17,12 @@
  * freed in slurm_spank_exit. */
 struct stepd_node {
     const struct dist_config *cfg;
-    char error[DIST_ERR_MAX];       /* reported by task_init, "" = none */
-    char node_name[64];             /* this node's name in the step, for messages */
-    struct dist_step step;          /* the node's facts */
-    char *tf_config;                /* tf profile: TF_CONFIG up to the index */
-    struct dist_handover srun;      /* what srun worked out for this step */
-    bool have_srun;                 /* srun handed it over (local.c) */
+    char error[DIST_ERR_MAX]; /* reported by task_init, "" = none */
+    char node_name[64]; /* this node's name in the step, for messages */
+    struct dist_step step; /* the node's facts */
+    char *tf_config; /* tf profile: TF_CONFIG up to the index */
+    struct dist_handover srun; /* what srun worked out for this step */
+    bool have_srun; /* srun handed it over (local.c) */
     struct container_note *container;
     struct node_topology *topology;
     struct node_binding *binding;
@@ -79,8 +79,7 @@ static int collect_step (struct stepd_node *n, spank_t sp)
     if (get_u32 (n, sp, S_JOB_NNODES, "node count", &step->node_count) < 0
         || get_u32 (n, sp, S_JOB_NODEID, "node index", &step->node_rank) < 0
         || get_u32 (n, sp, S_JOB_TOTAL_TASK_COUNT, "task count", &step->world_size) < 0
-        || get_u32 (n, sp, S_JOB_LOCAL_TASK_COUNT, "local task count",
-                    &step->local_world_size) < 0
+        || get_u32 (n, sp, S_JOB_LOCAL_TASK_COUNT, "local task count", &step->local_world_size) < 0
         || get_u32 (n, sp, S_STEP_CPUS_PER_TASK, "CPUs per task", &step->cpus_per_task) < 0)
         return -1;
     restart_count (sp, &step->restart_count);
@@ -137,8 +136,8 @@ static void read_srun_handover (struct stepd_node *n, spank_t sp)
     char text[DIST_HANDOVER_MAX];
 
     n->have_srun = spank_getenv (sp, DIST_HANDOVER_VAR, text, sizeof (text)) == ESPANK_SUCCESS
-                   && dist_handover_parse (text, &n->srun) == 0
-                   && n->srun.job_id == n->step.job_id && n->srun.step_id == n->step.step_id;
+                   && dist_handover_parse (text, &n->srun) == 0 && n->srun.job_id == n->step.job_id
+                   && n->srun.step_id == n->step.step_id;
     if (!n->have_srun)
         memset (&n->srun, 0, sizeof (n->srun));
 }
@@ -363,8 +362,7 @@ static int set_variables (const struct stepd_node *n, const struct task *t)
     }
     for (i = 0; i < count; i++) {
         if (vars[i].overwrite == DIST_DEFAULT)
-            (void) dist_container_set_default (n->container, t->sp, vars[i].name,
-                                               vars[i].value);
+            (void) dist_container_set_default (n->container, t->sp, vars[i].name, vars[i].value);
         else if (spank_setenv (t->sp, vars[i].name, vars[i].value, 1) != ESPANK_SUCCESS) {
             slurm_error ("%s: cannot set %s", PLUGIN_NAME, vars[i].name);
             return -1;
@@ -393,12 +391,12 @@ static int doctor_in_container (const char *doctor, int local_rank)
  * execs the task's own command line unchanged. */
 static int prepend_doctor (const struct stepd_node *n, const struct task *t)
 {
-    const char *argv[] = { n->cfg->doctor, "--then" };
+    const char *argv[] = {n->cfg->doctor, "--then"};
 
     if (!dist_config_preflight (n->cfg))
         return 0;
-    if (t->container == DIST_IN_CONTAINER && doctor_in_container (n->cfg->doctor,
-                                                                  t->local_rank) < 0)
+    if (t->container == DIST_IN_CONTAINER
+        && doctor_in_container (n->cfg->doctor, t->local_rank) < 0)
         return -1;
     if (dist_compat_prepend_task_argv (t->sp, 2, argv) < 0) {
         slurm_error ("%s: preflight: this Slurm (%d.%02d) cannot run dist-train-doctor before "

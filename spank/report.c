@@ -29,8 +29,7 @@ static void report_ranks (spank_t sp, const struct dist_step *st)
         uint32_t node = layout.node_of_rank[rank];
         if (rank < shown)
             slurm_spank_log ("%s:   %-5lu %-11lu %-10lu %s", PLUGIN_NAME, (unsigned long) rank,
-                             (unsigned long) seen[node], (unsigned long) node,
-                             layout.names[node]);
+                             (unsigned long) seen[node], (unsigned long) node, layout.names[node]);
         seen[node]++;
     }
     if (shown < st->world_size)
@@ -56,18 +55,17 @@ void dist_report_step (spank_t sp, const struct dist_config *cfg, const struct d
                          "(%s) starting %lu processes each, MASTER_ADDR=%s MASTER_PORT=%u, "
                          "interface on node rank 0: %s",
                          PLUGIN_NAME, (unsigned long) st->job_id, (unsigned long) st->step_id,
-                         (unsigned long) st->node_count, nodes,
-                         (unsigned long) st->nproc_per_node, st->master_addr,
-                         (unsigned) st->master_port,
+                         (unsigned long) st->node_count, nodes, (unsigned long) st->nproc_per_node,
+                         st->master_addr, (unsigned) st->master_port,
                          st->ifname[0] != '\0' ? st->ifname : "(not found)");
         return;
     }
     slurm_spank_log ("%s: step %lu.%lu: %s profile, %lu ranks on %lu nodes (%s), "
                      "MASTER_ADDR=%s MASTER_PORT=%u, interface on rank 0's node: %s",
                      PLUGIN_NAME, (unsigned long) st->job_id, (unsigned long) st->step_id,
-                     dist_profile_name (cfg->profile),
-                     (unsigned long) st->world_size, (unsigned long) st->node_count,
-                     nodes, st->master_addr, (unsigned) st->master_port,
+                     dist_profile_name (cfg->profile), (unsigned long) st->world_size,
+                     (unsigned long) st->node_count, nodes, st->master_addr,
+                     (unsigned) st->master_port,
                      st->ifname[0] != '\0' ? st->ifname : "(not found)");
     report_ranks (sp, st);
 }

@@ -50,8 +50,8 @@ bool dist_train_env_count (spank_t sp, const char *name, uint32_t *count)
     char value[16], *end;
     unsigned long n;
 
-    if (spank_getenv (sp, name, value, sizeof (value)) != ESPANK_SUCCESS
-        || value[0] < '0' || value[0] > '9')
+    if (spank_getenv (sp, name, value, sizeof (value)) != ESPANK_SUCCESS || value[0] < '0'
+        || value[0] > '9')
         return false;
     n = strtoul (value, &end, 10);
     if (*end != '\0' || n > 1000000)

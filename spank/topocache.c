@@ -217,11 +217,11 @@ static const char *const source_said[] = {
 /* A slurmstepd node's topology: loaded as the user in user_init, kept so that local rank
  * 0's task can save it as root (task_init_privileged) for later steps. */
 struct node_topology {
-    const char *site_file;  /* plugstack topology=, "" none */
+    const char *site_file; /* plugstack topology=, "" none */
     enum topo_source source;
-    struct dist_topo topo;  /* loaded when source is not TOPO_NONE */
+    struct dist_topo topo; /* loaded when source is not TOPO_NONE */
     bool loaded;
-    struct {                /* the checked copy of the site's file this step made */
+    struct { /* the checked copy of the site's file this step made */
         char *xml;
         size_t len;
         char key[DIST_TOPO_CACHE_KEY_MAX];
@@ -329,8 +329,7 @@ static enum topo_source from_hwloc_xmlfile (struct node_topology *nt, bool need_
     return load_site_file (nt, "HWLOC_XMLFILE", xmlfile, err, errsz);
 }
 
-static enum topo_source from_cache (struct node_topology *nt, bool need_io, char *err,
-                                    size_t errsz)
+static enum topo_source from_cache (struct node_topology *nt, bool need_io, char *err, size_t errsz)
 {
     return load_cache (&nt->topo, need_io) ? TOPO_CACHE : TOPO_NONE;
 }

@@ -24,7 +24,8 @@
 #define PENDING_MAX 4096 /* connections in their handshake at once */
 #define EXTRA_RECORDS 64 /* signed records beyond WORLD_SIZE - 1 kept for the report */
 #define ACCEPT_BACKOFF_MS 100 /* out of file descriptors: wait before accepting again */
-#define ACCEPT_BATCH 64 /* connections taken per wake, so that a flood of them
+#define ACCEPT_BATCH                                                                               \
+    64 /* connections taken per wake, so that a flood of them
                            cannot keep the ones already in from being read */
 
 enum stage { HELLO, HEADER, RECORD };

@@ -27,7 +27,6 @@ void doctor_ranks_of (const struct doctor_rank *recs, const size_t *idx, size_t 
 /* One node's ranks, recs[idx[0..k)]: fill its summary, add its problems;
  * only the first bound of them are checked against each other. */
 void doctor_check_node (struct doctor_result *res, struct doctor_node_summary *sum,
-                        const struct doctor_rank *recs, const size_t *idx, size_t k,
-                        size_t bound);
+                        const struct doctor_rank *recs, const size_t *idx, size_t k, size_t bound);
 
 #endif /* DOCTOR_TEXT_H */

@@ -10,12 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FUZZ_CHECK(cond)                                                                    \
-    do {                                                                                    \
-        if (!(cond)) {                                                                      \
-            fprintf (stderr, "%s:%d: broken promise: %s\n", __FILE__, __LINE__, #cond);     \
-            abort ();                                                                       \
-        }                                                                                   \
+#define FUZZ_CHECK(cond)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf (stderr, "%s:%d: broken promise: %s\n", __FILE__, __LINE__, #cond);            \
+            abort ();                                                                              \
+        }                                                                                          \
     } while (0)
 
 /* The input, NUL-terminated, in a block of size + 1 bytes (an embedded NUL

@@ -28,7 +28,8 @@ static void check_config (const struct dist_config *cfg)
     FUZZ_CHECK (cfg->nproc <= DIST_NPROC_MAX);
     if (cfg->profile == DIST_PROFILE_LAUNCHER)
         FUZZ_CHECK (!dist_config_preflight (cfg));
-    FUZZ_CHECK (dist_config_bind (cfg) >= DIST_BIND_AUTO && dist_config_bind (cfg) <= DIST_BIND_CPU);
+    FUZZ_CHECK (dist_config_bind (cfg) >= DIST_BIND_AUTO
+                && dist_config_bind (cfg) <= DIST_BIND_CPU);
     /* the site's "none" and "off" cannot be overridden */
     if (cfg->bind_site == DIST_BIND_NONE)
         FUZZ_CHECK (dist_config_bind (cfg) == DIST_BIND_NONE);
@@ -56,7 +57,8 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
             if (dist_config_parse_spec (&cfg, arg, err, DIST_ERR_MAX) < 0)
                 check_err (err);
             else {
-                FUZZ_CHECK (cfg.profile >= DIST_PROFILE_OFF && cfg.profile <= DIST_PROFILE_SUBMITIT);
+                FUZZ_CHECK (cfg.profile >= DIST_PROFILE_OFF
+                            && cfg.profile <= DIST_PROFILE_SUBMITIT);
                 /* a SPEC that was taken: nproc= only with the launcher */
                 FUZZ_CHECK (cfg.nproc == 0 || cfg.profile == DIST_PROFILE_LAUNCHER);
             }

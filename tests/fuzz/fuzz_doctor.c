@@ -92,9 +92,9 @@ static void as_rank0 (const struct doctor_key *key, const uint8_t *data, size_t 
         if (reclen <= (size_t) (end - p)
             && doctor_record_check (key, SN, PN, (const char *) p, reclen, mac) == 0) {
             char ours[DOCTOR_AUTH_LINE_MAX];
-            check_canonical ((const char *) line, len, ours,
-                             doctor_record_header (key, SN, PN, (const char *) p, reclen, ours,
-                                                   sizeof (ours)));
+            check_canonical (
+                (const char *) line, len, ours,
+                doctor_record_header (key, SN, PN, (const char *) p, reclen, ours, sizeof (ours)));
         }
     }
     /* the decoder itself, as if a record had passed */

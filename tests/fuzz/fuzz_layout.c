@@ -5,8 +5,8 @@
 #include "libdist/layout.h"
 #include "tests/fuzz/fuzz.h"
 
-#define NODES_MAX 4096        /* the node count slurmstepd gives, here at most */
-#define TASKS_MAX (1u << 16)  /* larger layouts only cost time */
+#define NODES_MAX 4096 /* the node count slurmstepd gives, here at most */
+#define TASKS_MAX (1u << 16) /* larger layouts only cost time */
 
 /* Every rank on a node, and each node with exactly its count of ranks. */
 static void check_layout (const uint32_t *counts, size_t nnodes, const uint32_t *node_of_rank,

@@ -33,12 +33,13 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
         uint32_t span = (uint32_t) cfg.port_hi - cfg.port_lo + 1;
         FUZZ_CHECK (port >= cfg.port_lo && port <= cfg.port_hi);
         /* the same on every node */
-        FUZZ_CHECK (port == dist_port_for_step (cfg.port_lo, cfg.port_hi, (uint32_t) job,
-                                                (uint32_t) step));
+        FUZZ_CHECK (
+            port == dist_port_for_step (cfg.port_lo, cfg.port_hi, (uint32_t) job, (uint32_t) step));
         /* the steps of one job get distinct ports while the range holds them */
         if (span >= DIST_PORT_STEPS_PER_JOB && step % DIST_PORT_STEPS_PER_JOB != 0)
-            FUZZ_CHECK (port != dist_port_for_step (cfg.port_lo, cfg.port_hi, (uint32_t) job,
-                                                    (uint32_t) (step - step % DIST_PORT_STEPS_PER_JOB)));
+            FUZZ_CHECK (port
+                        != dist_port_for_step (cfg.port_lo, cfg.port_hi, (uint32_t) job,
+                                               (uint32_t) (step - step % DIST_PORT_STEPS_PER_JOB)));
     } else {
         FUZZ_CHECK (port == cfg.port_lo);
     }

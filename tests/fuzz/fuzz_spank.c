@@ -41,8 +41,8 @@
 #define FUZZ_TOPOLOGY_DIR "tests/topologies"
 #endif
 #define ARGS_MAX 16
-#define LOCAL_MAX 16          /* tasks on this node: each is a task_init */
-#define STEP_MAX (1u << 16)   /* nodes and tasks of the step */
+#define LOCAL_MAX 16 /* tasks on this node: each is a task_init */
+#define STEP_MAX (1u << 16) /* nodes and tasks of the step */
 
 int LLVMFuzzerInitialize (int *argc, char ***argv);
 int LLVMFuzzerInitialize (int *argc, char ***argv)
@@ -65,11 +65,21 @@ static void unescape (char *s)
             continue;
         }
         switch (*++s) {
-        case 'n': *out++ = '\n'; break;
-        case 'r': *out++ = '\r'; break;
-        case 't': *out++ = '\t'; break;
-        case 'e': *out++ = '\033'; break;
-        default: *out++ = *s; break;
+        case 'n':
+            *out++ = '\n';
+            break;
+        case 'r':
+            *out++ = '\r';
+            break;
+        case 't':
+            *out++ = '\t';
+            break;
+        case 'e':
+            *out++ = '\033';
+            break;
+        default:
+            *out++ = *s;
+            break;
         }
     }
     *out = '\0';
@@ -90,17 +100,28 @@ static void parse_items (char *words, int *exittask)
         if (v == NULL)
             continue;
         *v++ = '\0';
-        if (strcmp (w, "job") == 0) it->job_id = number (v);
-        else if (strcmp (w, "step") == 0) it->step_id = number (v);
-        else if (strcmp (w, "nnodes") == 0) it->nnodes = number (v);
-        else if (strcmp (w, "nodeid") == 0) it->nodeid = number (v);
-        else if (strcmp (w, "ntasks") == 0) it->ntasks = number (v);
-        else if (strcmp (w, "local") == 0) it->local = number (v);
-        else if (strcmp (w, "base") == 0) it->base = number (v);
-        else if (strcmp (w, "cpus") == 0) it->cpus_per_task = number (v);
-        else if (strcmp (w, "restart") == 0) it->restart = number (v);
-        else if (strcmp (w, "exit") == 0) it->exit_status = (int) number (v);
-        else if (strcmp (w, "exittask") == 0) *exittask = (int) number (v);
+        if (strcmp (w, "job") == 0)
+            it->job_id = number (v);
+        else if (strcmp (w, "step") == 0)
+            it->step_id = number (v);
+        else if (strcmp (w, "nnodes") == 0)
+            it->nnodes = number (v);
+        else if (strcmp (w, "nodeid") == 0)
+            it->nodeid = number (v);
+        else if (strcmp (w, "ntasks") == 0)
+            it->ntasks = number (v);
+        else if (strcmp (w, "local") == 0)
+            it->local = number (v);
+        else if (strcmp (w, "base") == 0)
+            it->base = number (v);
+        else if (strcmp (w, "cpus") == 0)
+            it->cpus_per_task = number (v);
+        else if (strcmp (w, "restart") == 0)
+            it->restart = number (v);
+        else if (strcmp (w, "exit") == 0)
+            it->exit_status = (int) number (v);
+        else if (strcmp (w, "exittask") == 0)
+            *exittask = (int) number (v);
         else if (strcmp (w, "cores") == 0) {
             free (it->cores);
             it->cores = fuzz_dup (v);
@@ -168,8 +189,7 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
         } else if (strcmp (line, "env") == 0 && (eq = strchr (value, '=')) != NULL) {
             *eq = '\0';
             standin_setenv (value, eq + 1);
-        } else if (strcmp (line, "taskenv") == 0 && strchr (value, '=') != NULL
-                   && ntaskenv < 8) {
+        } else if (strcmp (line, "taskenv") == 0 && strchr (value, '=') != NULL && ntaskenv < 8) {
             taskenv[ntaskenv++] = value;
         } else if (strcmp (line, "host") == 0 && (eq = strchr (value, '=')) != NULL) {
             *eq = '\0';

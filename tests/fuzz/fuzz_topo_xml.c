@@ -27,8 +27,10 @@ int LLVMFuzzerInitialize (int *argc, char ***argv)
     (void) argc, (void) argv;
     /* what spank/topocache.c sets for its cache: hwloc's own parser, no PCI
      * discovery, no GPU runtimes */
-    setenv ("HWLOC_PLUGINS_BLACKLIST", "hwloc_gl,hwloc_opencl,hwloc_cuda,hwloc_nvml,hwloc_rsmi,"
-            "hwloc_levelzero,hwloc_pci,hwloc_xml_libxml", 1);
+    setenv ("HWLOC_PLUGINS_BLACKLIST",
+            "hwloc_gl,hwloc_opencl,hwloc_cuda,hwloc_nvml,hwloc_rsmi,"
+            "hwloc_levelzero,hwloc_pci,hwloc_xml_libxml",
+            1);
     return 0;
 }
 

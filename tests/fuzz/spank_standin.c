@@ -308,13 +308,13 @@ static void log_line (const char *fmt, va_list ap)
         FUZZ_CHECK ((unsigned char) *c >= 0x20 && (unsigned char) *c != 0x7f);
 }
 
-#define LOG_FUNCTION(name)                                                                  \
-    void name (const char *fmt, ...)                                                        \
-    {                                                                                       \
-        va_list ap;                                                                         \
-        va_start (ap, fmt);                                                                 \
-        log_line (fmt, ap);                                                                 \
-        va_end (ap);                                                                        \
+#define LOG_FUNCTION(name)                                                                         \
+    void name (const char *fmt, ...)                                                               \
+    {                                                                                              \
+        va_list ap;                                                                                \
+        va_start (ap, fmt);                                                                        \
+        log_line (fmt, ap);                                                                        \
+        va_end (ap);                                                                               \
     }
 
 LOG_FUNCTION (slurm_error)

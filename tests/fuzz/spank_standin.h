@@ -17,9 +17,9 @@
  * Slurm's own invariants (nodeid < nnodes, local tasks within the step). */
 struct standin_items {
     uint32_t job_id, step_id, nnodes, nodeid, ntasks, local, base, cpus_per_task, restart;
-    char *cores;                 /* S_JOB_ALLOC_CORES */
-    int task;                    /* the local task of task_init/task_exit, -1 none */
-    int exit_status;             /* S_TASK_EXIT_STATUS */
+    char *cores; /* S_JOB_ALLOC_CORES */
+    int task; /* the local task of task_init/task_exit, -1 none */
+    int exit_status; /* S_TASK_EXIT_STATUS */
 };
 
 extern struct standin_items standin_items;

@@ -59,35 +59,36 @@ static void check_pick (const char **addrs, const char *want)
 
 static void test_debian_127_0_1_1_skipped (void **state)
 {
-    const char *a[] = { "127.0.1.1", "10.213.7.11", NULL };
+    const char *a[] = {"127.0.1.1", "10.213.7.11", NULL};
     check_pick (a, "10.213.7.11");
 }
 
 static void test_only_loopback_refused (void **state)
 {
-    const char *a[] = { "127.0.1.1", "::1", "127.0.0.1", NULL };
+    const char *a[] = {"127.0.1.1", "::1", "127.0.0.1", NULL};
     check_pick (a, NULL);
-    check_pick ((const char *[]) { NULL }, NULL);
+    check_pick ((const char *[]){NULL}, NULL);
 }
 
 static void test_ipv4_preferred (void **state)
 {
-    const char *a[] = { "2001:db8::5", "192.0.2.7", NULL };
+    const char *a[] = {"2001:db8::5", "192.0.2.7", NULL};
     check_pick (a, "192.0.2.7");
 }
 
 static void test_ipv6_global_used_when_alone (void **state)
 {
-    const char *a[] = { "fe80::1", "::ffff:127.0.0.1", "2001:db8::5", NULL };
+    const char *a[] = {"fe80::1", "::ffff:127.0.0.1", "2001:db8::5", NULL};
     check_pick (a, "2001:db8::5");
-    const char *b[] = { "fe80::1", NULL };
+    const char *b[] = {"fe80::1", NULL};
     check_pick (b, NULL);
 }
 
 static void test_is_loopback (void **state)
 {
     struct fake_list l;
-    const char *a[] = { "127.200.3.4", "128.0.0.1", "::1", "::ffff:127.0.0.9", "::ffff:10.0.0.1", NULL };
+    const char *a[] = {"127.200.3.4",      "128.0.0.1",       "::1",
+                       "::ffff:127.0.0.9", "::ffff:10.0.0.1", NULL};
     make_list (&l, a);
     assert_true (dist_address_is_loopback (l.ai[0].ai_addr));
     assert_false (dist_address_is_loopback (l.ai[1].ai_addr));

@@ -51,17 +51,22 @@ struct machine {
 #define NICS(...) FACTS (nic, nnics, struct dev_fact, __VA_ARGS__)
 
 static const struct machine dgx2 = {
-    .file = "nvidiaDGX2.xml", .npus = 4, NUMA ({0, "0-1"}, {1, "24-25"}),
+    .file = "nvidiaDGX2.xml",
+    .npus = 4,
+    NUMA ({0, "0-1"}, {1, "24-25"}),
     GPUS ({"0000:34:00.0", 0}, {"0000:36:00.0", 0}, {"0000:39:00.0", 0}, {"0000:3b:00.0", 0},
           {"0000:57:00.0", 0}, {"0000:59:00.0", 0}, {"0000:5c:00.0", 0}, {"0000:5e:00.0", 0},
           {"0000:b7:00.0", 1}, {"0000:b9:00.0", 1}, {"0000:bc:00.0", 1}, {"0000:be:00.0", 1},
           {"0000:e0:00.0", 1}, {"0000:e2:00.0", 1}, {"0000:e5:00.0", 1}, {"0000:e7:00.0", 1}),
     /* no NICs */
-    .cores = "2-3", .cores_pus = "24-25", .subset = "1,3,9,11",
+    .cores = "2-3",
+    .cores_pus = "24-25",
+    .subset = "1,3,9,11",
 };
 
 static const struct machine e5_3gpu = {
-    .file = "32em64t-2n8c2t-pci-wholeio.xml", .npus = 32,
+    .file = "32em64t-2n8c2t-pci-wholeio.xml",
+    .npus = 32,
     NUMA ({0, "0-7,16-23"}, {1, "8-15,24-31"}),
     GPUS ({"0000:03:00.0", 0}, {"0000:83:00.0", 1}, {"0000:84:00.0", 1}),
     /* not NUMA 0 as SOURCES.md has it: the XML has two 0000:04:00.0, a SAS
@@ -69,62 +74,87 @@ static const struct machine e5_3gpu = {
      * hwloc-calc pci=0000:04:00.0 finds the first one; os=mlx5_0 gives
      * PUs 8-15,24-31 */
     NICS ({"mlx5_0", 1}),
-    .cores = "0-3", .cores_pus = "0-3,16-19", .subset = "1,2",
+    .cores = "0-3",
+    .cores_pus = "0-3,16-19",
+    .subset = "1,2",
 };
 
 static const struct machine g4dn = {
-    .file = "g4dnmetal.xml", .npus = 96, NUMA ({0, "0-23,48-71"}, {1, "24-47,72-95"}),
+    .file = "g4dnmetal.xml",
+    .npus = 96,
+    NUMA ({0, "0-23,48-71"}, {1, "24-47,72-95"}),
     GPUS ({"0000:18:00.0", 0}, {"0000:19:00.0", 0}, {"0000:35:00.0", 0}, {"0000:36:00.0", 0},
           {"0000:e7:00.0", 1}, {"0000:e8:00.0", 1}, {"0000:f4:00.0", 1}, {"0000:f5:00.0", 1}),
     NICS ({"rdmap197s0", 1}),
-    .cores = "0-23", .cores_pus = "0-23,48-71", .subset = "1,3",
+    .cores = "0-23",
+    .cores_pus = "0-23,48-71",
+    .subset = "1,3",
 };
 
 static const struct machine lassen = {
-    .file = "coral-lassen.xml", .npus = 160, NUMA ({0, "8-87"}, {8, "96-175"}),
+    .file = "coral-lassen.xml",
+    .npus = 160,
+    NUMA ({0, "8-87"}, {8, "96-175"}),
     GPUS ({"0004:04:00.0", 0}, {"0004:05:00.0", 0}, {"0035:03:00.0", 8}, {"0035:04:00.0", 8}),
     NICS ({"mlx5_0", 0}, {"mlx5_1", 0}, {"mlx5_2", 8}, {"mlx5_3", 8}),
-    .cores = "18-21", .cores_pus = "80-87,96-103", .subset = "1,3",
+    .cores = "18-21",
+    .cores_pus = "80-87,96-103",
+    .subset = "1,3",
 };
 
 static const struct machine pascal = {
-    .file = "cts1-pascal.xml", .npus = 72, NUMA ({0, "0-17,36-53"}, {1, "18-35,54-71"}),
-    GPUS ({"0000:04:00.0", 0}, {"0000:07:00.0", 0}), NICS ({"mlx5_0", 0}),
-    .cores = "18-35", .cores_pus = "18-35,54-71", .subset = "1",
+    .file = "cts1-pascal.xml",
+    .npus = 72,
+    NUMA ({0, "0-17,36-53"}, {1, "18-35,54-71"}),
+    GPUS ({"0000:04:00.0", 0}, {"0000:07:00.0", 0}),
+    NICS ({"mlx5_0", 0}),
+    .cores = "18-35",
+    .cores_pus = "18-35,54-71",
+    .subset = "1",
 };
 
 static const struct machine dgxa100 = {
-    .file = "dgxa100-like.xml", .npus = 256,
+    .file = "dgxa100-like.xml",
+    .npus = 256,
     NUMA ({0, "0-31"}, {1, "32-63"}, {2, "64-95"}, {3, "96-127"}, {4, "128-159"}, {5, "160-191"},
           {6, "192-223"}, {7, "224-255"}),
     GPUS ({"0000:07:00.0", 3}, {"0000:0f:00.0", 2}, {"0000:47:00.0", 1}, {"0000:4e:00.0", 0},
           {"0000:87:00.0", 7}, {"0000:90:00.0", 6}, {"0000:b7:00.0", 5}, {"0000:bd:00.0", 4}),
     NICS ({"mlx5_0", 3}, {"mlx5_1", 2}, {"mlx5_2", 1}, {"mlx5_3", 0}, {"mlx5_4", 7}, {"mlx5_5", 6},
           {"mlx5_6", 5}, {"mlx5_7", 4}),
-    .cores = "0-3,64-67", .cores_pus = "0-7,128-135", .subset = "1,3",
+    .cores = "0-3,64-67",
+    .cores_pus = "0-7,128-135",
+    .subset = "1,3",
 };
 
 static const struct machine amd = {
-    .file = "amd-like.xml", .npus = 64,
+    .file = "amd-like.xml",
+    .npus = 64,
     NUMA ({0, "0-7"}, {1, "8-15"}, {2, "16-23"}, {3, "24-31"}, {4, "32-39"}, {5, "40-47"},
           {6, "48-55"}, {7, "56-63"}),
     GPUS ({"0000:81:00.0", 5}, {"0000:91:00.0", 7}, {"0000:c1:00.0", 1}, {"0000:d1:00.0", 3}),
     NICS ({"mlx5_0", 1}, {"mlx5_1", 3}, {"mlx5_2", 5}, {"mlx5_3", 7}),
-    .cores = "8-15,40-47", .cores_pus = "8-15,40-47", .subset = "1,3",
+    .cores = "8-15,40-47",
+    .cores_pus = "8-15,40-47",
+    .subset = "1,3",
 };
 
 static const struct machine mini = {
-    .file = "minicluster-4gpu.xml", .npus = 2, NUMA ({0, "0"}, {1, "1"}),
+    .file = "minicluster-4gpu.xml",
+    .npus = 2,
+    NUMA ({0, "0"}, {1, "1"}),
     GPUS ({"0000:1b:00.0", 0}, {"0000:3d:00.0", 0}, {"0000:89:00.0", 1}, {"0000:b2:00.0", 1}),
     NICS ({"mlx5_0", 1}),
-    .cores = "1", .cores_pus = "1", .subset = "1,3",
+    .cores = "1",
+    .cores_pus = "1",
+    .subset = "1,3",
 };
 
 /* A step with every GPU of its machine lists them in PCI order: its GPU i is the machine's. */
 static const int every_gpu[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
-_Static_assert (sizeof (every_gpu) / sizeof (every_gpu[0])
-                    == sizeof (((struct machine *) 0)->gpu) / sizeof (struct dev_fact),
-                "every_gpu holds as many GPUs as a machine has room for");
+_Static_assert(sizeof (every_gpu) / sizeof (every_gpu[0])
+                   == sizeof (((struct machine *) 0)->gpu) / sizeof (struct dev_fact),
+               "every_gpu holds as many GPUs as a machine has room for");
 
 /* ---- helpers ---------------------------------------------------------- */
 
@@ -991,18 +1021,15 @@ static void test_site_key (void **state)
 {
     char a[DIST_TOPO_CACHE_KEY_MAX], b[DIST_TOPO_CACHE_KEY_MAX];
 
-    assert_int_equal (dist_topo_site_key (a, sizeof (a), BOOT_A, 0x20900, 0x803, 1234, 5000,
-                                          1700000000, 5),
-                      0);
+    assert_int_equal (
+        dist_topo_site_key (a, sizeof (a), BOOT_A, 0x20900, 0x803, 1234, 5000, 1700000000, 5), 0);
     assert_string_equal (a, "format=3 hwloc=0x20900 boot=" BOOT_A
                             " site=803:4d2:5000:1700000000.000000005");
-    assert_int_equal (dist_topo_site_key (b, sizeof (b), BOOT_A, 0x20900, 0x803, 1234, 5000,
-                                          1700000000, 6),
-                      0);
+    assert_int_equal (
+        dist_topo_site_key (b, sizeof (b), BOOT_A, 0x20900, 0x803, 1234, 5000, 1700000000, 6), 0);
     assert_string_not_equal (a, b);
-    assert_int_equal (dist_topo_site_key (b, sizeof (b), BOOT_A, 0x20900, 0x803, 1235, 5000,
-                                          1700000000, 5),
-                      0);
+    assert_int_equal (
+        dist_topo_site_key (b, sizeof (b), BOOT_A, 0x20900, 0x803, 1235, 5000, 1700000000, 5), 0);
     assert_string_not_equal (a, b);
     /* never the key of a live cache */
     assert_false (dist_topo_cache_usable (a, BOOT_A, 0x20900, false));
@@ -1381,8 +1408,8 @@ static void test_cores_cpuset_bad (void **state)
 int main (void)
 {
     const struct CMUnitTest tests[] = {
-#define MACHINE_TEST(test, m) \
-    { .name = #test, .test_func = test_machine, .initial_state = (void *) &(m) }
+#define MACHINE_TEST(test, m)                                                                      \
+    {.name = #test, .test_func = test_machine, .initial_state = (void *) &(m)}
         MACHINE_TEST (test_nvidia_dgx2, dgx2),
         MACHINE_TEST (test_32em64t, e5_3gpu),
         MACHINE_TEST (test_g4dnmetal, g4dn),

@@ -15,35 +15,63 @@
  * only look), then check what the parser returned, a phrase of its message, and one value
  * the config gives. */
 enum op { INIT, SPEC, ARG, SEE };
-enum probe { NONE, PROFILE, VERBOSE, HELP, BIND, VISIBLE_OWN, FAIL_FAST, PREFLIGHT, WATCHDOG,
-             NPROC, NIC, PORT_LO, PORT_HI, IFNAME, TOPOLOGY };
+enum probe {
+    NONE,
+    PROFILE,
+    VERBOSE,
+    HELP,
+    BIND,
+    VISIBLE_OWN,
+    FAIL_FAST,
+    PREFLIGHT,
+    WATCHDOG,
+    NPROC,
+    NIC,
+    PORT_LO,
+    PORT_HI,
+    IFNAME,
+    TOPOLOGY
+};
 
 struct step {
     enum op op;
-    const char *text;    /* the SPEC or the argument */
-    int rc;              /* what the parser returns */
-    const char *says;    /* a phrase of the last message (SEE: of the step before) */
+    const char *text; /* the SPEC or the argument */
+    int rc; /* what the parser returns */
+    const char *says; /* a phrase of the last message (SEE: of the step before) */
     enum probe probe;
-    long want;           /* the probe's value, */
-    const char *want_s;  /* or text (IFNAME, TOPOLOGY) */
+    long want; /* the probe's value, */
+    const char *want_s; /* or text (IFNAME, TOPOLOGY) */
 };
 
 static long probe (const struct dist_config *cfg, enum probe p)
 {
     switch (p) {
-    case PROFILE: return cfg->profile;
-    case VERBOSE: return cfg->verbose;
-    case HELP: return cfg->help;
-    case BIND: return dist_config_bind (cfg);
-    case VISIBLE_OWN: return cfg->visible_own;
-    case FAIL_FAST: return dist_config_fail_fast (cfg);
-    case PREFLIGHT: return dist_config_preflight (cfg);
-    case WATCHDOG: return cfg->watchdog_s;
-    case NPROC: return cfg->nproc;
-    case NIC: return cfg->nic_auto;
-    case PORT_LO: return cfg->port_lo;
-    case PORT_HI: return cfg->port_hi;
-    default: return 0;
+    case PROFILE:
+        return cfg->profile;
+    case VERBOSE:
+        return cfg->verbose;
+    case HELP:
+        return cfg->help;
+    case BIND:
+        return dist_config_bind (cfg);
+    case VISIBLE_OWN:
+        return cfg->visible_own;
+    case FAIL_FAST:
+        return dist_config_fail_fast (cfg);
+    case PREFLIGHT:
+        return dist_config_preflight (cfg);
+    case WATCHDOG:
+        return cfg->watchdog_s;
+    case NPROC:
+        return cfg->nproc;
+    case NIC:
+        return cfg->nic_auto;
+    case PORT_LO:
+        return cfg->port_lo;
+    case PORT_HI:
+        return cfg->port_hi;
+    default:
+        return 0;
     }
 }
 
@@ -98,7 +126,13 @@ static void test_steps (void **state)
     run (&cfg, steps->step, steps->n);
 }
 
-#define STEPS_TEST(a) { "test_" #a, test_steps, NULL, NULL, &(struct steps) { a, COUNT (a) } }
+#define STEPS_TEST(a)                                                                              \
+    {                                                                                              \
+        "test_" #a, test_steps, NULL, NULL, &(struct steps)                                        \
+        {                                                                                          \
+            a, COUNT (a)                                                                           \
+        }                                                                                          \
+    }
 
 /* What every run of steps starts from; the tables check only what the words change. */
 static void test_defaults (void **state)
@@ -120,28 +154,28 @@ static void test_defaults (void **state)
 }
 
 static const struct step spec_empty_means_torch[] = {
-    { SPEC, NULL, .probe = PROFILE, .want = DIST_PROFILE_TORCH },
-    { .op = INIT },
-    { SPEC, "", .probe = PROFILE, .want = DIST_PROFILE_TORCH },
+    {SPEC, NULL, .probe = PROFILE, .want = DIST_PROFILE_TORCH},
+    {.op = INIT},
+    {SPEC, "", .probe = PROFILE, .want = DIST_PROFILE_TORCH},
 };
 
 static const struct step spec_tokens[] = {
-    { SPEC, "torch,verbose", .probe = PROFILE, .want = DIST_PROFILE_TORCH },
-    { SEE, .probe = VERBOSE, .want = 1 },
-    { SPEC, "off", .probe = PROFILE, .want = DIST_PROFILE_OFF },
-    { SEE, .probe = VERBOSE, .want = 0 }, /* each SPEC starts afresh */
-    { SPEC, "verbose", .probe = PROFILE, .want = DIST_PROFILE_TORCH },
-    { SPEC, "jax,verbose", .probe = PROFILE, .want = DIST_PROFILE_JAX },
-    { SPEC, "tf", .probe = PROFILE, .want = DIST_PROFILE_TF },
-    { SPEC, "help", .probe = HELP, .want = 1 },
-    { SPEC, "torch,,torch", .probe = HELP, .want = 0 },
+    {SPEC, "torch,verbose", .probe = PROFILE, .want = DIST_PROFILE_TORCH},
+    {SEE, .probe = VERBOSE, .want = 1},
+    {SPEC, "off", .probe = PROFILE, .want = DIST_PROFILE_OFF},
+    {SEE, .probe = VERBOSE, .want = 0}, /* each SPEC starts afresh */
+    {SPEC, "verbose", .probe = PROFILE, .want = DIST_PROFILE_TORCH},
+    {SPEC, "jax,verbose", .probe = PROFILE, .want = DIST_PROFILE_JAX},
+    {SPEC, "tf", .probe = PROFILE, .want = DIST_PROFILE_TF},
+    {SPEC, "help", .probe = HELP, .want = 1},
+    {SPEC, "torch,,torch", .probe = HELP, .want = 0},
 };
 
 static const struct step spec_refusals_named[] = {
-    { SPEC, "torch,bogus", .rc = -1, .says = "'bogus'" },
-    { SEE, .says = "valid: torch, jax, tf, off, launcher, lightning, submitit" },
-    { .op = INIT },
-    { SPEC, "torch,off", .rc = -1, .says = "two profiles" },
+    {SPEC, "torch,bogus", .rc = -1, .says = "'bogus'"},
+    {SEE, .says = "valid: torch, jax, tf, off, launcher, lightning, submitit"},
+    {.op = INIT},
+    {SPEC, "torch,off", .rc = -1, .says = "two profiles"},
 };
 
 static void test_spec_hostile (void **state)
@@ -165,18 +199,24 @@ static void test_spec_hostile (void **state)
 }
 
 static const struct step arg_port_range[] = {
-    { ARG, "port_range=40000-40009", .probe = PORT_LO, .want = 40000 },
-    { SEE, .probe = PORT_HI, .want = 40009 },
-    { ARG, "port_range=5000-5000", .probe = PORT_LO, .want = 5000 },
-    { SEE, .probe = PORT_HI, .want = 5000 },
+    {ARG, "port_range=40000-40009", .probe = PORT_LO, .want = 40000},
+    {SEE, .probe = PORT_HI, .want = 40009},
+    {ARG, "port_range=5000-5000", .probe = PORT_LO, .want = 5000},
+    {SEE, .probe = PORT_HI, .want = 5000},
 };
 
 static void test_arg_port_range_bad (void **state)
 {
     static const char *bad[] = {
-        "port_range=", "port_range=100", "port_range=30000-20000",
-        "port_range=80-90", "port_range=20000-70000", "port_range=-5-10",
-        "port_range=20000-", "port_range=2e4-3e4", "port_range=20000-30000x",
+        "port_range=",
+        "port_range=100",
+        "port_range=30000-20000",
+        "port_range=80-90",
+        "port_range=20000-70000",
+        "port_range=-5-10",
+        "port_range=20000-",
+        "port_range=2e4-3e4",
+        "port_range=20000-30000x",
         "port_range=99999999999999999999-1",
     };
     size_t i;
@@ -193,68 +233,68 @@ static void test_arg_port_range_bad (void **state)
 }
 
 static const struct step arg_ifname[] = {
-    { ARG, "ifname=ib0", .probe = IFNAME, .want_s = "ib0" },
-    { ARG, "ifname=", .rc = -1 },
-    { ARG, "ifname=abcdefghijklmnop", .rc = -1 },
-    { ARG, "ifname=a/b", .rc = -1 },
-    { ARG, "ifname=a b", .rc = -1, .probe = IFNAME, .want_s = "ib0" },
+    {ARG, "ifname=ib0", .probe = IFNAME, .want_s = "ib0"},
+    {ARG, "ifname=", .rc = -1},
+    {ARG, "ifname=abcdefghijklmnop", .rc = -1},
+    {ARG, "ifname=a/b", .rc = -1},
+    {ARG, "ifname=a b", .rc = -1, .probe = IFNAME, .want_s = "ib0"},
 };
 
 static const struct step arg_unknown_key_named[] = {
-    { ARG, "portrange=1-2", .rc = -1, .says = "'portrange'" },
-    { SEE, .says = "valid keys" },
-    { ARG, "verbose", .rc = -1, .says = "key=value" },
+    {ARG, "portrange=1-2", .rc = -1, .says = "'portrange'"},
+    {SEE, .says = "valid keys"},
+    {ARG, "verbose", .rc = -1, .says = "key=value"},
 };
 
 static const struct step bind_spec_and_site[] = {
-    { SPEC, "torch,bind=cpu", .probe = BIND, .want = DIST_BIND_CPU },
-    { SPEC, "bind=gpu,visible=own", .probe = BIND, .want = DIST_BIND_GPU },
-    { SEE, .probe = VISIBLE_OWN, .want = 1 },
+    {SPEC, "torch,bind=cpu", .probe = BIND, .want = DIST_BIND_CPU},
+    {SPEC, "bind=gpu,visible=own", .probe = BIND, .want = DIST_BIND_GPU},
+    {SEE, .probe = VISIBLE_OWN, .want = 1},
     /* the site's none wins over the user's choice; other site values do not */
-    { .op = INIT },
-    { ARG, "bind=none", .rc = 0 },
-    { SPEC, "bind=auto", .probe = BIND, .want = DIST_BIND_NONE },
-    { .op = INIT },
-    { ARG, "bind=gpu", .probe = BIND, .want = DIST_BIND_GPU },
-    { SPEC, "bind=cpu", .probe = BIND, .want = DIST_BIND_CPU },
+    {.op = INIT},
+    {ARG, "bind=none", .rc = 0},
+    {SPEC, "bind=auto", .probe = BIND, .want = DIST_BIND_NONE},
+    {.op = INIT},
+    {ARG, "bind=gpu", .probe = BIND, .want = DIST_BIND_GPU},
+    {SPEC, "bind=cpu", .probe = BIND, .want = DIST_BIND_CPU},
 };
 
 static const struct step bind_bad_values_named[] = {
-    { SPEC, "bind=socket", .rc = -1, .says = "bind=socket" },
-    { SEE, .says = "auto, gpu, cpu or none" },
-    { SPEC, "visible=some", .rc = -1, .says = "visible=some" },
-    { SPEC, "cpus=4", .rc = -1, .says = "cpus=4" },
-    { ARG, "bind=", .rc = -1, .says = "bind=" },
-    { ARG, "nic=on", .rc = -1, .says = "nic=on" },
-    { ARG, "topology=relative.xml", .rc = -1, .says = "absolute path" },
+    {SPEC, "bind=socket", .rc = -1, .says = "bind=socket"},
+    {SEE, .says = "auto, gpu, cpu or none"},
+    {SPEC, "visible=some", .rc = -1, .says = "visible=some"},
+    {SPEC, "cpus=4", .rc = -1, .says = "cpus=4"},
+    {ARG, "bind=", .rc = -1, .says = "bind="},
+    {ARG, "nic=on", .rc = -1, .says = "nic=on"},
+    {ARG, "topology=relative.xml", .rc = -1, .says = "absolute path"},
 };
 
 static const struct step fail_fast[] = {
-    { SPEC, "fail_fast=off", .probe = FAIL_FAST, .want = 0 },
-    { SPEC, "jax,fail_fast=on", .probe = FAIL_FAST, .want = 1 },
-    { SPEC, "fail_fast=yes", .rc = -1, .says = "fail_fast=yes" },
+    {SPEC, "fail_fast=off", .probe = FAIL_FAST, .want = 0},
+    {SPEC, "jax,fail_fast=on", .probe = FAIL_FAST, .want = 1},
+    {SPEC, "fail_fast=yes", .rc = -1, .says = "fail_fast=yes"},
     /* the site's off wins */
-    { .op = INIT },
-    { ARG, "fail_fast=off", .rc = 0 },
-    { SPEC, "fail_fast=on", .probe = FAIL_FAST, .want = 0 },
-    { ARG, "fail_fast=1", .rc = -1, .says = "on or off" },
+    {.op = INIT},
+    {ARG, "fail_fast=off", .rc = 0},
+    {SPEC, "fail_fast=on", .probe = FAIL_FAST, .want = 0},
+    {ARG, "fail_fast=1", .rc = -1, .says = "on or off"},
 };
 
 static const struct step watchdog[] = {
-    { SPEC, "torch,watchdog=600", .probe = WATCHDOG, .want = 600 },
-    { SPEC, "watchdog=0", .probe = WATCHDOG, .want = 0 },
-    { SPEC, "watchdog=-1", .rc = -1, .says = "watchdog=-1" },
-    { SPEC, "watchdog=10m", .rc = -1 },
-    { SPEC, "watchdog=99999999999999999999", .rc = -1 },
-    { SPEC, "watchdog=", .rc = -1 },
+    {SPEC, "torch,watchdog=600", .probe = WATCHDOG, .want = 600},
+    {SPEC, "watchdog=0", .probe = WATCHDOG, .want = 0},
+    {SPEC, "watchdog=-1", .rc = -1, .says = "watchdog=-1"},
+    {SPEC, "watchdog=10m", .rc = -1},
+    {SPEC, "watchdog=99999999999999999999", .rc = -1},
+    {SPEC, "watchdog=", .rc = -1},
 };
 
 static void test_arg_nic_and_topology (void **state)
 {
     static const struct step steps[] = {
-        { ARG, "nic=auto", .probe = NIC, .want = 1 },
-        { ARG, "nic=off", .probe = NIC, .want = 0 },
-        { ARG, "topology=/etc/slurm/node.xml", .probe = TOPOLOGY, .want_s = "/etc/slurm/node.xml" },
+        {ARG, "nic=auto", .probe = NIC, .want = 1},
+        {ARG, "nic=off", .probe = NIC, .want = 0},
+        {ARG, "topology=/etc/slurm/node.xml", .probe = TOPOLOGY, .want_s = "/etc/slurm/node.xml"},
     };
     struct dist_config cfg;
     char err[DIST_ERR_MAX];
@@ -278,7 +318,8 @@ static void test_printable (void **state)
     assert_null (strchr (forged, '\n'));
     assert_null (strchr (forged, '\x1b'));
     assert_null (strchr (forged, '\x7f'));
-    assert_string_equal (forged, "torch,x?[2026-11-23T10:00:00] error: Node n1 has low real_memory?[2J?");
+    assert_string_equal (forged,
+                         "torch,x?[2026-11-23T10:00:00] error: Node n1 has low real_memory?[2J?");
     dist_printable (plain);
     assert_string_equal (plain, "torch,verbose");
 }
@@ -286,32 +327,32 @@ static void test_printable (void **state)
 static void test_launcher_and_framework_profiles (void **state)
 {
     static const struct step steps[] = {
-        { SPEC, "launcher", .probe = PROFILE, .want = DIST_PROFILE_LAUNCHER },
-        { SEE, .probe = NPROC, .want = 0 },
-        { SPEC, "nproc=8,launcher", .probe = PROFILE, .want = DIST_PROFILE_LAUNCHER },
-        { SEE, .probe = NPROC, .want = 8 },
-        { SPEC, "launcher", .probe = NPROC, .want = 0 }, /* each SPEC starts afresh */
-        { SPEC, "lightning,verbose", .probe = PROFILE, .want = DIST_PROFILE_LIGHTNING },
-        { SPEC, "submitit", .probe = PROFILE, .want = DIST_PROFILE_SUBMITIT },
+        {SPEC, "launcher", .probe = PROFILE, .want = DIST_PROFILE_LAUNCHER},
+        {SEE, .probe = NPROC, .want = 0},
+        {SPEC, "nproc=8,launcher", .probe = PROFILE, .want = DIST_PROFILE_LAUNCHER},
+        {SEE, .probe = NPROC, .want = 8},
+        {SPEC, "launcher", .probe = NPROC, .want = 0}, /* each SPEC starts afresh */
+        {SPEC, "lightning,verbose", .probe = PROFILE, .want = DIST_PROFILE_LIGHTNING},
+        {SPEC, "submitit", .probe = PROFILE, .want = DIST_PROFILE_SUBMITIT},
         /* nproc= outside the launcher profile, and bad counts, named */
-        { SPEC, "torch,nproc=4", .rc = -1, .says = "nproc= is for the launcher profile" },
-        { SPEC, "nproc=4", .rc = -1 },
-        { SPEC, "launcher,nproc=0", .rc = -1, .says = "nproc= takes" },
-        { SPEC, "launcher,nproc=", .rc = -1, .says = "nproc= takes" },
-        { SPEC, "launcher,nproc=-1", .rc = -1, .says = "nproc= takes" },
-        { SPEC, "launcher,nproc=1025", .rc = -1, .says = "nproc= takes" },
-        { SPEC, "launcher,nproc=4x", .rc = -1, .says = "nproc= takes" },
-        { SPEC, "launcher,nproc=99999999999999999999", .rc = -1, .says = "nproc= takes" },
-        { SPEC, "launcher,nproc=1024", .rc = 0 },
+        {SPEC, "torch,nproc=4", .rc = -1, .says = "nproc= is for the launcher profile"},
+        {SPEC, "nproc=4", .rc = -1},
+        {SPEC, "launcher,nproc=0", .rc = -1, .says = "nproc= takes"},
+        {SPEC, "launcher,nproc=", .rc = -1, .says = "nproc= takes"},
+        {SPEC, "launcher,nproc=-1", .rc = -1, .says = "nproc= takes"},
+        {SPEC, "launcher,nproc=1025", .rc = -1, .says = "nproc= takes"},
+        {SPEC, "launcher,nproc=4x", .rc = -1, .says = "nproc= takes"},
+        {SPEC, "launcher,nproc=99999999999999999999", .rc = -1, .says = "nproc= takes"},
+        {SPEC, "launcher,nproc=1024", .rc = 0},
         /* preflight checks ranks: never for the launcher profile */
-        { .op = INIT },
-        { SPEC, "launcher,preflight", .rc = -1, .says = "launcher profile runs one task per node" },
-        { .op = INIT },
-        { ARG, "preflight=on", .rc = 0 },
-        { SPEC, "launcher", .probe = PREFLIGHT, .want = 0 },
-        { SPEC, "torch", .probe = PREFLIGHT, .want = 1 },
+        {.op = INIT},
+        {SPEC, "launcher,preflight", .rc = -1, .says = "launcher profile runs one task per node"},
+        {.op = INIT},
+        {ARG, "preflight=on", .rc = 0},
+        {SPEC, "launcher", .probe = PREFLIGHT, .want = 0},
+        {SPEC, "torch", .probe = PREFLIGHT, .want = 1},
         /* two profiles */
-        { SPEC, "launcher,lightning", .rc = -1, .says = "names two profiles" },
+        {SPEC, "launcher,lightning", .rc = -1, .says = "names two profiles"},
     };
     struct dist_config cfg;
 
@@ -325,24 +366,24 @@ static void test_launcher_and_framework_profiles (void **state)
 static void test_messages_list_every_choice (void **state)
 {
     static const struct step steps[] = {
-        { SPEC, "cpus=4", .rc = -1, .says = "valid: preflight=on|off, bind=auto|gpu|cpu|none, " },
-        { SEE, .says = ", fail_fast=on|off, " },
-        { SEE, .says = ", watchdog=SECONDS, " },
-        { SPEC, "bogus", .rc = -1, .says = ", fail_fast=, " },
-        { SEE, .says = ", watchdog=, " },
-        { SEE, .says = ", help (comma-separated)" },
-        { SPEC, "torch,off", .rc = -1,
-          .says = "give one of torch, jax, tf, off, launcher, lightning, submitit" },
-        { SPEC, "preflight=maybe", .rc = -1,
-          .says = "'preflight=maybe': preflight= takes on or off" },
-        { SPEC, "launcher,nproc=0", .rc = -1,
-          .says = "nproc= takes the processes a launcher starts on each node, 1 to 1024" },
-        { ARG, "nic=on", .rc = -1, .says = "nic=on: expected auto or off" },
-        { ARG, "visible=some", .rc = -1, .says = "visible=some: expected all or own" },
-        { ARG, "doctor=bin/doctor", .rc = -1,
-          .says = "doctor=bin/doctor: expected the absolute path of dist-train-doctor, "
-                  "shorter than 512 characters" },
-        { ARG, "nic", .rc = -1, .says = "valid keys: port_range, ifname, bind, visible, " },
+        {SPEC, "cpus=4", .rc = -1, .says = "valid: preflight=on|off, bind=auto|gpu|cpu|none, "},
+        {SEE, .says = ", fail_fast=on|off, "},
+        {SEE, .says = ", watchdog=SECONDS, "},
+        {SPEC, "bogus", .rc = -1, .says = ", fail_fast=, "},
+        {SEE, .says = ", watchdog=, "},
+        {SEE, .says = ", help (comma-separated)"},
+        {SPEC, "torch,off", .rc = -1,
+         .says = "give one of torch, jax, tf, off, launcher, lightning, submitit"},
+        {SPEC, "preflight=maybe", .rc = -1,
+         .says = "'preflight=maybe': preflight= takes on or off"},
+        {SPEC, "launcher,nproc=0", .rc = -1,
+         .says = "nproc= takes the processes a launcher starts on each node, 1 to 1024"},
+        {ARG, "nic=on", .rc = -1, .says = "nic=on: expected auto or off"},
+        {ARG, "visible=some", .rc = -1, .says = "visible=some: expected all or own"},
+        {ARG, "doctor=bin/doctor", .rc = -1,
+         .says = "doctor=bin/doctor: expected the absolute path of dist-train-doctor, "
+                 "shorter than 512 characters"},
+        {ARG, "nic", .rc = -1, .says = "valid keys: port_range, ifname, bind, visible, "},
     };
     struct dist_config cfg;
     char token[64], err[DIST_ERR_MAX];
@@ -379,9 +420,11 @@ static void test_help_and_usage (void **state)
     assert_true (ends_with (help, "\nThe environment variable DIST_TRAIN=SPEC is used when the "
                                   "flag is not given."));
 
-    assert_int_equal (strncmp (usage, "Set up the environment for distributed training in "
-                                      "every task (RANK, WORLD_SIZE, MASTER_ADDR, "
-                                      "MASTER_PORT, ...). SPEC: torch (default), jax, tf, ", 136),
+    assert_int_equal (strncmp (usage,
+                               "Set up the environment for distributed training in "
+                               "every task (RANK, WORLD_SIZE, MASTER_ADDR, "
+                               "MASTER_PORT, ...). SPEC: torch (default), jax, tf, ",
+                               136),
                       0);
     assert_non_null (strstr (usage, ", fail_fast=on|off, "));
     assert_non_null (strstr (usage, ", watchdog=SECONDS, "));

@@ -351,9 +351,9 @@ static void test_auth_refusals (void **state)
     assert_int_equal (doctor_key_parse (NULL, &a), -1);
     assert_int_equal (doctor_key_parse ("", &a), -1);
     assert_int_equal (doctor_key_parse ("00112233", &a), -1);
-    assert_int_equal (doctor_key_parse (
-                          "0011223344556677889xaabbccddeeff00112233445566778899aabbccddeeff", &a),
-                      -1);
+    assert_int_equal (
+        doctor_key_parse ("0011223344556677889xaabbccddeeff00112233445566778899aabbccddeeff", &a),
+        -1);
 }
 
 /* Lines that are not the protocol's, from anyone who connects. */
@@ -368,9 +368,9 @@ static void test_auth_malformed (void **state)
         "\n",
         "dist-train-doctor 1\n",
         "dist-train-doctor 2 hello \n",
-        "dist-train-doctor 2 hello 0123456789abcdef0123456789abcde\n",   /* short */
+        "dist-train-doctor 2 hello 0123456789abcdef0123456789abcde\n", /* short */
         "dist-train-doctor 2 hello 0123456789abcdef0123456789abcdef0\n", /* long */
-        "dist-train-doctor 2 hello 0123456789ABCDEF0123456789abcdef\n",  /* upper */
+        "dist-train-doctor 2 hello 0123456789ABCDEF0123456789abcdef\n", /* upper */
         "dist-train-doctor 2 hello 0123456789abcdef0123456789abcdeg\n",
     };
     const char *lengths_bad[] = {"0", "00012", "8193", "99999999999999999999", "-1", "12x"};
@@ -379,10 +379,10 @@ static void test_auth_malformed (void **state)
     for (size_t i = 0; i < sizeof (hello_bad) / sizeof (hello_bad[0]); i++)
         assert_int_equal (doctor_hello_parse (hello_bad[i], strlen (hello_bad[i]), pn), -1);
     /* a NUL inside the line */
-    assert_int_equal (
-        doctor_hello_parse ("dist-train-doctor 2 hello 0123456789abcdef\0" "123456789abcdef\n", 43,
-                            pn),
-        -1);
+    assert_int_equal (doctor_hello_parse ("dist-train-doctor 2 hello 0123456789abcdef\0"
+                                          "123456789abcdef\n",
+                                          43, pn),
+                      -1);
     /* longer than any line of ours */
     memset (line, 'a', sizeof (line));
     assert_int_equal (doctor_hello_parse (line, sizeof (line), pn), -1);
@@ -438,7 +438,8 @@ int main (void)
         cmocka_unit_test (test_layout),
         cmocka_unit_test (test_wire_roundtrip),
         cmocka_unit_test (test_wire_hostile),
-#define STEP_CHECK(test) cmocka_unit_test_setup_teardown (test, step_check_setup, step_check_teardown)
+#define STEP_CHECK(test)                                                                           \
+    cmocka_unit_test_setup_teardown (test, step_check_setup, step_check_teardown)
         STEP_CHECK (test_check_healthy),
         STEP_CHECK (test_check_rank_twice),
         STEP_CHECK (test_check_missing_node),

@@ -23,9 +23,16 @@ static const struct dist_var *find (const struct dist_var *v, size_t n, const ch
 static struct dist_step two_nodes (void)
 {
     struct dist_step s = {
-        .job_id = 4242, .step_id = 3, .world_size = 4, .node_rank = 1,
-        .node_count = 2, .local_world_size = 2, .cpus_per_task = 2,
-        .restart_count = 1, .master_addr = "10.213.7.11", .master_port = 20035,
+        .job_id = 4242,
+        .step_id = 3,
+        .world_size = 4,
+        .node_rank = 1,
+        .node_count = 2,
+        .local_world_size = 2,
+        .cpus_per_task = 2,
+        .restart_count = 1,
+        .master_addr = "10.213.7.11",
+        .master_port = 20035,
         .ifname = "eth0",
     };
     return s;
@@ -38,9 +45,18 @@ struct want {
     enum dist_overwrite overwrite;
 };
 
-#define FACT(name, value) { name, value, DIST_FACT }
-#define DEFAULT(name, value) { name, value, DIST_DEFAULT }
-#define ABSENT(name) { name, NULL, DIST_FACT }
+#define FACT(name, value)                                                                          \
+    {                                                                                              \
+        name, value, DIST_FACT                                                                     \
+    }
+#define DEFAULT(name, value)                                                                       \
+    {                                                                                              \
+        name, value, DIST_DEFAULT                                                                  \
+    }
+#define ABSENT(name)                                                                               \
+    {                                                                                              \
+        name, NULL, DIST_FACT                                                                      \
+    }
 
 /* One task's variables: the step is two_nodes () changed by `adjust`. */
 struct env_case {
@@ -48,8 +64,8 @@ struct env_case {
     enum dist_profile profile;
     void (*adjust) (struct dist_step *s);
     uint32_t rank, local_rank;
-    size_t count;               /* how many variables in all; 0: not checked */
-    struct want want[24];       /* up to the first with no name */
+    size_t count; /* how many variables in all; 0: not checked */
+    struct want want[24]; /* up to the first with no name */
 };
 
 static void run_case (void **state)
@@ -129,77 +145,189 @@ static void watchdog_600 (struct dist_step *s)
 }
 
 static const struct env_case cases[] = {
-    { "second_node_rank3", DIST_PROFILE_TORCH, NULL, 3, 1, 19, {
-        FACT ("RANK", "3"), FACT ("LOCAL_RANK", "1"), FACT ("WORLD_SIZE", "4"),
-        FACT ("LOCAL_WORLD_SIZE", "2"), FACT ("GROUP_RANK", "1"), FACT ("NODE_RANK", "1"),
-        FACT ("GROUP_WORLD_SIZE", "2"),
-        FACT ("ROLE_NAME", "default"), FACT ("ROLE_RANK", "3"), FACT ("ROLE_WORLD_SIZE", "4"),
-        DEFAULT ("MASTER_ADDR", "10.213.7.11"), DEFAULT ("MASTER_PORT", "20035"),
-        FACT ("TORCHELASTIC_RUN_ID", "slurm-4242.3"), FACT ("TORCHELASTIC_RESTART_COUNT", "1"),
-        DEFAULT ("TORCHELASTIC_MAX_RESTARTS", "0"),
-        DEFAULT ("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1"), DEFAULT ("OMP_NUM_THREADS", "2"),
-        DEFAULT ("NCCL_SOCKET_IFNAME", "eth0"), DEFAULT ("GLOO_SOCKET_IFNAME", "eth0"),
-    } },
-    { "unknown_ifname_left_out", DIST_PROFILE_TORCH, no_ifname_nor_cpus, 0, 0, 0, {
-        ABSENT ("NCCL_SOCKET_IFNAME"), ABSENT ("GLOO_SOCKET_IFNAME"),
-        DEFAULT ("OMP_NUM_THREADS", "1"), FACT ("RANK", "0"),
-    } },
-    { "large_ids", DIST_PROFILE_TORCH, large_ids, UINT32_MAX - 1, 0, 0, {
-        FACT ("TORCHELASTIC_RUN_ID", "slurm-4294967295.4294967295"), FACT ("RANK", "4294967294"),
-    } },
-    { "jax_profile", DIST_PROFILE_JAX, NULL, 2, 0, 0, {
-        DEFAULT ("JAX_COORDINATOR_ADDRESS", "10.213.7.11:20035"),
-        FACT ("JAX_NUM_PROCESSES", "4"), FACT ("JAX_PROCESS_ID", "2"), FACT ("RANK", "2"),
-        DEFAULT ("MASTER_PORT", "20035"),
-        /* torchrun's own variables belong to the torch profile only */
-        ABSENT ("TORCHELASTIC_RUN_ID"), ABSENT ("ROLE_NAME"),
-    } },
-    { "jax_ipv6_coordinator", DIST_PROFILE_JAX, ipv6_master, 0, 0, 0, {
-        DEFAULT ("JAX_COORDINATOR_ADDRESS", "[2001:db8::7]:20035"),
-    } },
-    { "watchdog_only_when_asked", DIST_PROFILE_TORCH, NULL, 0, 0, 0, {
-        ABSENT ("DIST_TRAIN_WATCHDOG"),
-    } },
-    { "watchdog_jax", DIST_PROFILE_JAX, watchdog_600, 0, 0, 0, {
-        DEFAULT ("DIST_TRAIN_WATCHDOG", "600"),
-    } },
-    { "watchdog_torch", DIST_PROFILE_TORCH, watchdog_600, 0, 0, 0, {
-        DEFAULT ("DIST_TRAIN_WATCHDOG", "600"),
-    } },
-    { "launcher_profile", DIST_PROFILE_LAUNCHER, four_per_node, 1, 0, 0, {
-        FACT ("PET_NNODES", "2"), FACT ("PET_NODE_RANK", "1"), DEFAULT ("PET_NPROC_PER_NODE", "4"),
-        DEFAULT ("PET_MASTER_ADDR", "10.213.7.11"), DEFAULT ("PET_MASTER_PORT", "20035"),
-        DEFAULT ("PET_RDZV_ID", "slurm-4242.3"),
-        FACT ("WORLD_SIZE", "8"), FACT ("LOCAL_WORLD_SIZE", "4"), FACT ("NODE_RANK", "1"),
-        FACT ("BASE_RANK", "4"),
-        DEFAULT ("MASTER_ADDR", "10.213.7.11"), DEFAULT ("MASTER_PORT", "20035"),
-        DEFAULT ("OMP_NUM_THREADS", "4"), DEFAULT ("GLOO_SOCKET_IFNAME", "eth0"),
-        /* the launcher sets the ranks of its processes, and its own run */
-        ABSENT ("RANK"), ABSENT ("LOCAL_RANK"), ABSENT ("TORCHELASTIC_RUN_ID"),
-    } },
+    {"second_node_rank3",
+     DIST_PROFILE_TORCH,
+     NULL,
+     3,
+     1,
+     19,
+     {
+         FACT ("RANK", "3"),
+         FACT ("LOCAL_RANK", "1"),
+         FACT ("WORLD_SIZE", "4"),
+         FACT ("LOCAL_WORLD_SIZE", "2"),
+         FACT ("GROUP_RANK", "1"),
+         FACT ("NODE_RANK", "1"),
+         FACT ("GROUP_WORLD_SIZE", "2"),
+         FACT ("ROLE_NAME", "default"),
+         FACT ("ROLE_RANK", "3"),
+         FACT ("ROLE_WORLD_SIZE", "4"),
+         DEFAULT ("MASTER_ADDR", "10.213.7.11"),
+         DEFAULT ("MASTER_PORT", "20035"),
+         FACT ("TORCHELASTIC_RUN_ID", "slurm-4242.3"),
+         FACT ("TORCHELASTIC_RESTART_COUNT", "1"),
+         DEFAULT ("TORCHELASTIC_MAX_RESTARTS", "0"),
+         DEFAULT ("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1"),
+         DEFAULT ("OMP_NUM_THREADS", "2"),
+         DEFAULT ("NCCL_SOCKET_IFNAME", "eth0"),
+         DEFAULT ("GLOO_SOCKET_IFNAME", "eth0"),
+     }},
+    {"unknown_ifname_left_out",
+     DIST_PROFILE_TORCH,
+     no_ifname_nor_cpus,
+     0,
+     0,
+     0,
+     {
+         ABSENT ("NCCL_SOCKET_IFNAME"),
+         ABSENT ("GLOO_SOCKET_IFNAME"),
+         DEFAULT ("OMP_NUM_THREADS", "1"),
+         FACT ("RANK", "0"),
+     }},
+    {"large_ids",
+     DIST_PROFILE_TORCH,
+     large_ids,
+     UINT32_MAX - 1,
+     0,
+     0,
+     {
+         FACT ("TORCHELASTIC_RUN_ID", "slurm-4294967295.4294967295"),
+         FACT ("RANK", "4294967294"),
+     }},
+    {"jax_profile",
+     DIST_PROFILE_JAX,
+     NULL,
+     2,
+     0,
+     0,
+     {
+         DEFAULT ("JAX_COORDINATOR_ADDRESS", "10.213.7.11:20035"),
+         FACT ("JAX_NUM_PROCESSES", "4"),
+         FACT ("JAX_PROCESS_ID", "2"),
+         FACT ("RANK", "2"),
+         DEFAULT ("MASTER_PORT", "20035"),
+         /* torchrun's own variables belong to the torch profile only */
+         ABSENT ("TORCHELASTIC_RUN_ID"),
+         ABSENT ("ROLE_NAME"),
+     }},
+    {"jax_ipv6_coordinator",
+     DIST_PROFILE_JAX,
+     ipv6_master,
+     0,
+     0,
+     0,
+     {
+         DEFAULT ("JAX_COORDINATOR_ADDRESS", "[2001:db8::7]:20035"),
+     }},
+    {"watchdog_only_when_asked",
+     DIST_PROFILE_TORCH,
+     NULL,
+     0,
+     0,
+     0,
+     {
+         ABSENT ("DIST_TRAIN_WATCHDOG"),
+     }},
+    {"watchdog_jax",
+     DIST_PROFILE_JAX,
+     watchdog_600,
+     0,
+     0,
+     0,
+     {
+         DEFAULT ("DIST_TRAIN_WATCHDOG", "600"),
+     }},
+    {"watchdog_torch",
+     DIST_PROFILE_TORCH,
+     watchdog_600,
+     0,
+     0,
+     0,
+     {
+         DEFAULT ("DIST_TRAIN_WATCHDOG", "600"),
+     }},
+    {"launcher_profile",
+     DIST_PROFILE_LAUNCHER,
+     four_per_node,
+     1,
+     0,
+     0,
+     {
+         FACT ("PET_NNODES", "2"),
+         FACT ("PET_NODE_RANK", "1"),
+         DEFAULT ("PET_NPROC_PER_NODE", "4"),
+         DEFAULT ("PET_MASTER_ADDR", "10.213.7.11"),
+         DEFAULT ("PET_MASTER_PORT", "20035"),
+         DEFAULT ("PET_RDZV_ID", "slurm-4242.3"),
+         FACT ("WORLD_SIZE", "8"),
+         FACT ("LOCAL_WORLD_SIZE", "4"),
+         FACT ("NODE_RANK", "1"),
+         FACT ("BASE_RANK", "4"),
+         DEFAULT ("MASTER_ADDR", "10.213.7.11"),
+         DEFAULT ("MASTER_PORT", "20035"),
+         DEFAULT ("OMP_NUM_THREADS", "4"),
+         DEFAULT ("GLOO_SOCKET_IFNAME", "eth0"),
+         /* the launcher sets the ranks of its processes, and its own run */
+         ABSENT ("RANK"),
+         ABSENT ("LOCAL_RANK"),
+         ABSENT ("TORCHELASTIC_RUN_ID"),
+     }},
     /* fewer CPUs than processes: one thread each */
-    { "launcher_fewer_cpus", DIST_PROFILE_LAUNCHER, four_per_node_two_cpus, 1, 0, 0, {
-        DEFAULT ("OMP_NUM_THREADS", "1"),
-    } },
-    { "launcher_beyond_32_bits", DIST_PROFILE_LAUNCHER, launchers_beyond_32_bits, 1, 0, 0, {
-        FACT ("BASE_RANK", "4398046509056"), FACT ("WORLD_SIZE", "4398046510080"),
-    } },
+    {"launcher_fewer_cpus",
+     DIST_PROFILE_LAUNCHER,
+     four_per_node_two_cpus,
+     1,
+     0,
+     0,
+     {
+         DEFAULT ("OMP_NUM_THREADS", "1"),
+     }},
+    {"launcher_beyond_32_bits",
+     DIST_PROFILE_LAUNCHER,
+     launchers_beyond_32_bits,
+     1,
+     0,
+     0,
+     {
+         FACT ("BASE_RANK", "4398046509056"),
+         FACT ("WORLD_SIZE", "4398046510080"),
+     }},
     /* Lightning picks TorchElasticEnvironment over SLURMEnvironment whenever
      * TORCHELASTIC_RUN_ID is set: its profile is torch's without it. */
-    { "lightning_profile", DIST_PROFILE_LIGHTNING, NULL, 3, 1, 0, {
-        FACT ("RANK", "3"),
-        DEFAULT ("MASTER_ADDR", "10.213.7.11"), DEFAULT ("MASTER_PORT", "20035"),
-        ABSENT ("TORCHELASTIC_RUN_ID"), ABSENT ("TORCHELASTIC_RESTART_COUNT"),
-        ABSENT ("TORCHELASTIC_MAX_RESTARTS"),
-    } },
+    {"lightning_profile",
+     DIST_PROFILE_LIGHTNING,
+     NULL,
+     3,
+     1,
+     0,
+     {
+         FACT ("RANK", "3"),
+         DEFAULT ("MASTER_ADDR", "10.213.7.11"),
+         DEFAULT ("MASTER_PORT", "20035"),
+         ABSENT ("TORCHELASTIC_RUN_ID"),
+         ABSENT ("TORCHELASTIC_RESTART_COUNT"),
+         ABSENT ("TORCHELASTIC_MAX_RESTARTS"),
+     }},
     /* submitit's export() raises when one of the six variables it writes is set. */
-    { "submitit_profile", DIST_PROFILE_SUBMITIT, NULL, 3, 1, 0, {
-        ABSENT ("MASTER_ADDR"), ABSENT ("MASTER_PORT"), ABSENT ("RANK"),
-        ABSENT ("WORLD_SIZE"), ABSENT ("LOCAL_RANK"), ABSENT ("LOCAL_WORLD_SIZE"),
-        ABSENT ("TORCHELASTIC_RUN_ID"),
-        FACT ("DIST_TRAIN_MASTER_ADDR", "10.213.7.11"), FACT ("DIST_TRAIN_MASTER_PORT", "20035"),
-        FACT ("NODE_RANK", "1"), DEFAULT ("GLOO_SOCKET_IFNAME", "eth0"),
-    } },
+    {"submitit_profile",
+     DIST_PROFILE_SUBMITIT,
+     NULL,
+     3,
+     1,
+     0,
+     {
+         ABSENT ("MASTER_ADDR"),
+         ABSENT ("MASTER_PORT"),
+         ABSENT ("RANK"),
+         ABSENT ("WORLD_SIZE"),
+         ABSENT ("LOCAL_RANK"),
+         ABSENT ("LOCAL_WORLD_SIZE"),
+         ABSENT ("TORCHELASTIC_RUN_ID"),
+         FACT ("DIST_TRAIN_MASTER_ADDR", "10.213.7.11"),
+         FACT ("DIST_TRAIN_MASTER_PORT", "20035"),
+         FACT ("NODE_RANK", "1"),
+         DEFAULT ("GLOO_SOCKET_IFNAME", "eth0"),
+     }},
 };
 
 /* Every profile the parser knows, with every optional variable present, fits the
@@ -242,8 +370,10 @@ int main (void)
     size_t i;
 
     for (i = 0; i < COUNT (cases); i++)
-        tests[2 + i] = (struct CMUnitTest) {
-            .name = cases[i].name, .test_func = run_case, .initial_state = (void *) &cases[i],
+        tests[2 + i] = (struct CMUnitTest){
+            .name = cases[i].name,
+            .test_func = run_case,
+            .initial_state = (void *) &cases[i],
         };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }

@@ -29,7 +29,7 @@
  * fail fast for. */
 static struct failfast ff;
 
-static int task_status;     /* the wait status task_exit is given */
+static int task_status; /* the wait status task_exit is given */
 static uint32_t task_rank;
 
 spank_err_t spank_get_item (spank_t spank, spank_item_t item, ...)
@@ -196,7 +196,8 @@ static void test_regular_file_appended (void **state)
     n = pread (fd, buf, sizeof (buf) - 1, 0);
     assert_true (n > 20);
     buf[n] = '\0';
-    assert_memory_equal (buf, "the task's own line\ndist-train: rank 4 on node7 exited with status 7", 68);
+    assert_memory_equal (
+        buf, "the task's own line\ndist-train: rank 4 on node7 exited with status 7", 68);
     close (fd);
 }
 
@@ -209,13 +210,10 @@ static void test_stopped_ranks_not_named (void **state)
         int status;
         bool named;
     } cases[] = {
-        { SIGTERM, false },
-        { (128 + SIGTERM) << 8, false },
-        { 0, false },
-        { (128 + SIGKILL) << 8, true },
-        { SIGKILL, true },
-        { SIGSEGV | 0x80, true },
-        { 1 << 8, true },
+        {SIGTERM, false}, {(128 + SIGTERM) << 8, false},
+        {0, false},       {(128 + SIGKILL) << 8, true},
+        {SIGKILL, true},  {SIGSEGV | 0x80, true},
+        {1 << 8, true},
     };
     char out[512];
 

@@ -63,13 +63,14 @@ static void test_1500_nodes_of_scattered_names (void **state)
         len += (size_t) snprintf (input + len, size - len, "%s%s", n > 0 ? "," : "", name);
     }
     assert_true (len > 16384);
-    len += (size_t) snprintf (input + len, size - len,
-                              "\nenv SLURM_DIST_TRAIN_SRUN=step=91.0 rank0=%s addr=10.9.0.1 fail_fast=1\n"
-                              "expect WORLD_SIZE=1500\n"
-                              "expect RANK=1499\n"
-                              "expect GROUP_RANK=1499\n"
-                              "expect MASTER_ADDR=10.9.0.1\n",
-                              first);
+    len += (size_t) snprintf (
+        input + len, size - len,
+        "\nenv SLURM_DIST_TRAIN_SRUN=step=91.0 rank0=%s addr=10.9.0.1 fail_fast=1\n"
+        "expect WORLD_SIZE=1500\n"
+        "expect RANK=1499\n"
+        "expect GROUP_RANK=1499\n"
+        "expect MASTER_ADDR=10.9.0.1\n",
+        first);
     assert_true (len < size);
     replay (input);
     free (input);

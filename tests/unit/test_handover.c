@@ -171,11 +171,11 @@ static void test_layout_refuses_hostile_text (void **state)
     static const char *const bad[] = {
         "",
         "step=1.0 nodes=2 ranks=2 layout=",
-        "step=1.0 nodes=2 ranks=2 layout=0",            /* one rank short */
-        "step=1.0 nodes=2 ranks=2 layout=0*3",          /* one too many */
-        "step=1.0 nodes=2 ranks=2 layout=0,1,",         /* trailing comma */
-        "step=1.0 nodes=2 ranks=2 layout=0,2",          /* no node 2 */
-        "step=1.0 nodes=2 ranks=2 layout=0*0,1*2",      /* an empty run */
+        "step=1.0 nodes=2 ranks=2 layout=0", /* one rank short */
+        "step=1.0 nodes=2 ranks=2 layout=0*3", /* one too many */
+        "step=1.0 nodes=2 ranks=2 layout=0,1,", /* trailing comma */
+        "step=1.0 nodes=2 ranks=2 layout=0,2", /* no node 2 */
+        "step=1.0 nodes=2 ranks=2 layout=0*0,1*2", /* an empty run */
         "step=1.0 nodes=2 ranks=2 layout=0,-1",
         "step=1.0 nodes=2 ranks=2 layout=0 ,1",
         "step=1.0 nodes=2 ranks=2 layout=0*99999999999", /* past 32 bits */
@@ -189,9 +189,8 @@ static void test_layout_refuses_hostile_text (void **state)
     for (size_t i = 0; i < sizeof (bad) / sizeof (bad[0]); i++)
         if (dist_layout_text_parse (bad[i], 1, 0, 2, 2, back) != -1)
             fail_msg ("accepted: '%s'", bad[i]);
-    assert_int_equal (dist_layout_text_parse ("step=1.0 nodes=2 ranks=2 layout=1,0", 1, 0, 2, 2,
-                                              back),
-                      0);
+    assert_int_equal (
+        dist_layout_text_parse ("step=1.0 nodes=2 ranks=2 layout=1,0", 1, 0, 2, 2, back), 0);
     assert_int_equal (dist_layout_text_parse (NULL, 1, 0, 2, 2, back), -1);
 }
 

@@ -67,18 +67,16 @@ static void padding_and_expressions (void **state)
 
 static void bad_lists (void **state)
 {
-    const char *bad[] = {"",          ",",         "a,",       ",a",        "a,,b",
-                         "n[1-",      "n[1-3",     "n1-3]",    "n]",        "n[3-1]",
-                         "n[]",       "n[1,]",     "n[,1]",    "n[1,,2]",   "n[-1]",
-                         "n[1--2]",   "n[1-]",     "n[a]",     "n[1-b]",    "n[ 1]",
-                         "n[[1]]",    "n[1]]",     "a[1-2]b[3-4]", "a[1][2]", "a b",
-                         "a\tb",      "n[1]x]",    "]n[1]",    "n[1-2]x[",  "n[+1]"};
+    const char *bad[] = {"",       ",",       "a,",     ",a",      "a,,b",         "n[1-",
+                         "n[1-3",  "n1-3]",   "n]",     "n[3-1]",  "n[]",          "n[1,]",
+                         "n[,1]",  "n[1,,2]", "n[-1]",  "n[1--2]", "n[1-]",        "n[a]",
+                         "n[1-b]", "n[ 1]",   "n[[1]]", "n[1]]",   "a[1-2]b[3-4]", "a[1][2]",
+                         "a b",    "a\tb",    "n[1]x]", "]n[1]",   "n[1-2]x[",     "n[+1]"};
 
     (void) state;
     for (size_t i = 0; i < sizeof (bad) / sizeof (bad[0]); i++)
         check_expand (bad[i], NULL);
-    assert_int_equal (dist_hostlist_each (NULL, 0, collect, &(struct names){.stop_after = -1}),
-                      -1);
+    assert_int_equal (dist_hostlist_each (NULL, 0, collect, &(struct names){.stop_after = -1}), -1);
     assert_int_equal (dist_hostlist_each ("a", 0, NULL, NULL), -1);
     assert_int_equal (dist_hostlist_each ("a", 0x80, collect, &(struct names){.stop_after = -1}),
                       -1);
@@ -90,8 +88,7 @@ static void loose_lists (void **state)
     struct names n = {.stop_after = -1};
 
     (void) state;
-    assert_int_equal (dist_hostlist_each (" a,, b\tn[1,3] ,", DIST_HOSTLIST_LOOSE, collect, &n),
-                      0);
+    assert_int_equal (dist_hostlist_each (" a,, b\tn[1,3] ,", DIST_HOSTLIST_LOOSE, collect, &n), 0);
     assert_string_equal (n.text, "a b n1 n3");
     memset (&n, 0, sizeof (n));
     n.stop_after = -1;

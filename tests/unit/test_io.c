@@ -70,8 +70,7 @@ static long read_file (const char *path, size_t max, enum dist_file_owner owner)
     return (long) len;
 }
 
-static void expect_refused (const char *path, size_t max, enum dist_file_owner owner,
-                            int err)
+static void expect_refused (const char *path, size_t max, enum dist_file_owner owner, int err)
 {
     errno = 0;
     assert_int_equal (read_file (path, max, owner), -1);
@@ -85,7 +84,7 @@ static void count_alarm (int sig)
     alarms++;
 }
 
-#define PATTERN(i) ((char) ((i) * 7 % 251))
+#define PATTERN(i) ((char) ((i) *7 % 251))
 
 /* A reader slower than the writer, checking every byte: 0 when all came, in order. */
 static int slow_reader (int fd, size_t expected)
@@ -109,8 +108,8 @@ static int slow_reader (int fd, size_t expected)
 static void test_write_all_short_writes_to_pipe (void **state)
 {
     const size_t len = 8 << 20;
-    struct sigaction sa = { .sa_handler = count_alarm }, old;
-    struct itimerval every_ms = { { 0, 1000 }, { 0, 1000 } }, stop = { { 0, 0 }, { 0, 0 } };
+    struct sigaction sa = {.sa_handler = count_alarm}, old;
+    struct itimerval every_ms = {{0, 1000}, {0, 1000}}, stop = {{0, 0}, {0, 0}};
     char *buf = malloc (len);
     int fds[2], status;
     size_t i;
@@ -271,8 +270,7 @@ static void test_read_file_root_only (void **state)
     assert_int_equal (read_file (link, 100, DIST_FILE_ANYONE), 10);
     expect_refused (file_of ("group-writes", 10, 0664), 100, DIST_FILE_ROOT_ONLY, EACCES);
     expect_refused (file_of ("others-write", 10, 0646), 100, DIST_FILE_ROOT_ONLY, EACCES);
-    assert_int_equal (read_file (file_of ("others-write", 10, 0646), 100, DIST_FILE_ANYONE),
-                      10);
+    assert_int_equal (read_file (file_of ("others-write", 10, 0646), 100, DIST_FILE_ANYONE), 10);
     path = file_of ("daemon's", 10, 0644);
     assert_int_equal (chown (path, 1, 1), 0);
     expect_refused (path, 100, DIST_FILE_ROOT_ONLY, EACCES);

@@ -24,8 +24,8 @@ static void test_tasks_per_node (void **state)
 static void test_tasks_per_node_bad (void **state)
 {
     uint32_t c[4];
-    const char *bad[] = { "", "x", "2(x", "2(x0)", "2(x3", "2,", ",2", "2;1",
-                          "1(x5)", "99999999999", "-1", "2(x2)3" };
+    const char *bad[] = {"",   "x",   "2(x",   "2(x0)",       "2(x3", "2,",
+                         ",2", "2;1", "1(x5)", "99999999999", "-1",   "2(x2)3"};
     size_t i;
     assert_int_equal (dist_tasks_per_node_parse (NULL, c, 4), -1);
     for (i = 0; i < sizeof (bad) / sizeof (bad[0]); i++)
@@ -55,27 +55,27 @@ static void expect_map (enum dist_distribution d, uint32_t plane, const char *tp
 
 static void test_block (void **state)
 {
-    const uint32_t want[] = { 0, 0, 0, 1 };     /* srun -N2 -n4 here: 3 + 1 */
+    const uint32_t want[] = {0, 0, 0, 1}; /* srun -N2 -n4 here: 3 + 1 */
     expect_map (DIST_DIST_BLOCK, 0, "3,1", want, 4);
 }
 
 static void test_cyclic_skips_full_nodes (void **state)
 {
-    const uint32_t want[] = { 0, 1, 2, 0, 0 };  /* srun -N3 -n5 -m cyclic */
+    const uint32_t want[] = {0, 1, 2, 0, 0}; /* srun -N3 -n5 -m cyclic */
     expect_map (DIST_DIST_CYCLIC, 0, "3,1(x2)", want, 5);
 }
 
 static void test_plane (void **state)
 {
-    const uint32_t want[] = { 0, 0, 1, 0, 0 };  /* srun -N2 -n5 -m plane=2 */
-    const uint32_t even[] = { 0, 0, 1, 1, 0, 0, 1, 1 };
+    const uint32_t want[] = {0, 0, 1, 0, 0}; /* srun -N2 -n5 -m plane=2 */
+    const uint32_t even[] = {0, 0, 1, 1, 0, 0, 1, 1};
     expect_map (DIST_DIST_PLANE, 2, "4,1", want, 5);
     expect_map (DIST_DIST_PLANE, 2, "4(x2)", even, 8);
 }
 
 static void test_refusals (void **state)
 {
-    uint32_t counts[] = { 2, 2 }, out[4];
+    uint32_t counts[] = {2, 2}, out[4];
     assert_int_equal (dist_layout_assign (DIST_DIST_BLOCK, 0, counts, 2, out, 3), -1);
     assert_int_equal (dist_layout_assign (DIST_DIST_ARBITRARY, 0, counts, 2, out, 4), -1);
     assert_int_equal (dist_layout_assign (DIST_DIST_PLANE, 0, counts, 2, out, 4), -1);

@@ -32,7 +32,7 @@ static int is_macro (const char *line, const char *name)
  * print ("bind={auto|gpu}"), quoted ones with their spaces. */
 static char *read_text (const char *path, int roff)
 {
-    static const char *const alternating[] = { ".BR", ".BI", ".IR", ".RB", ".IB", ".RI" };
+    static const char *const alternating[] = {".BR", ".BI", ".IR", ".RB", ".IB", ".RI"};
     FILE *f = fopen (path, "r");
     char *raw, *out, *o;
     size_t len;
@@ -164,7 +164,7 @@ static void every_word_is_in_the_man_page (void **state)
 {
     enum dist_config_word_kind kind;
     char *text = read_text (MAN_PAGE, 1);
-    int seen[3] = { 0, 0, 0 };
+    int seen[3] = {0, 0, 0};
 
     (void) state;
     for (size_t i = 0; dist_config_word (i, &kind) != NULL; i++)

@@ -208,17 +208,17 @@ static void chief_addr_is_never_link_local (void **state)
     char addr[64];
 
     assert_int_equal (dtshim_init (), DTSHIM_OK);
-    fake_resolve ((const char *[]) {"fe80::1", "::1", "127.0.1.1", NULL});
+    fake_resolve ((const char *[]){"fe80::1", "::1", "127.0.1.1", NULL});
     setenv ("MASTER_ADDR", "10.1.2.3", 1);
     assert_int_equal (dtshim_chief_addr (addr, sizeof (addr)), DTSHIM_OK);
     assert_string_equal (addr, "10.1.2.3");
     unsetenv ("MASTER_ADDR");
     assert_int_equal (dtshim_chief_addr (addr, sizeof (addr)), DTSHIM_OK);
     assert_string_equal (addr, "127.0.0.1");
-    fake_resolve ((const char *[]) {"fe80::1", "2001:db8::5", "::ffff:127.0.0.1", NULL});
+    fake_resolve ((const char *[]){"fe80::1", "2001:db8::5", "::ffff:127.0.0.1", NULL});
     assert_int_equal (dtshim_chief_addr (addr, sizeof (addr)), DTSHIM_OK);
     assert_string_equal (addr, "2001:db8::5");
-    fake_resolve ((const char *[]) {"2001:db8::5", "192.0.2.7", NULL});
+    fake_resolve ((const char *[]){"2001:db8::5", "192.0.2.7", NULL});
     assert_int_equal (dtshim_chief_addr (addr, sizeof (addr)), DTSHIM_OK);
     assert_string_equal (addr, "192.0.2.7");
     assert_int_equal (dtshim_chief_addr (addr, 9), DTSHIM_ERR_INVALID);

@@ -92,12 +92,12 @@ void slurm_info (const char *format, ...)
 #define CGROUP_V2 "/sys/fs/cgroup"
 
 static struct {
-    bool usable;           /* a cpuset can be made, and there are two CPUs */
-    char why[256];         /* else why not */
+    bool usable; /* a cpuset can be made, and there are two CPUs */
+    char why[256]; /* else why not */
     char parent[PATH_MAX]; /* the cpuset the test runs in */
     char dir[PATH_MAX + 64]; /* the one-CPU cpuset the test makes */
-    const char *procs;     /* "tasks" (v1) or "cgroup.procs" (v2) */
-    int cpu;               /* the one CPU */
+    const char *procs; /* "tasks" (v1) or "cgroup.procs" (v2) */
+    int cpu; /* the one CPU */
 } cg;
 
 static int write_file (const char *dir, const char *name, const char *text)
@@ -607,8 +607,7 @@ static void test_site_file_fifo (void **state)
 {
     (void) state;
     assert_int_equal (mkfifo ("/run/dist-train-test.fifo", 0600), 0);
-    snprintf (cfg.topology, sizeof (cfg.topology),
-              "/run/dist-train-test.fifo");
+    snprintf (cfg.topology, sizeof (cfg.topology), "/run/dist-train-test.fifo");
     expect_stopped ("topology=/run/dist-train-test.fifo: it is not a regular file");
 }
 
@@ -638,8 +637,8 @@ int main (void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup (test_environment_never_written, fresh_cache),
-        cmocka_unit_test_setup_teardown (test_cache_saved_in_a_cpuset_holds_every_cpu,
-                                         setup_cpuset, teardown_cpuset),
+        cmocka_unit_test_setup_teardown (test_cache_saved_in_a_cpuset_holds_every_cpu, setup_cpuset,
+                                         teardown_cpuset),
         cmocka_unit_test_setup (test_cache_named_by_slurmd, fresh_cache),
         cmocka_unit_test_setup (test_cache_dir_mode_is_not_the_umask, fresh_cache),
         cmocka_unit_test_setup (test_cache_dir_others_cannot_search, fresh_cache),
