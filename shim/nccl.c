@@ -31,7 +31,7 @@ static int select_device (int device)
 
     const char *chosen = getenv ("DIST_TRAIN_DEVICE");
 
-    /* --dist-train's choice for this rank (issue 4), an index into CUDA_VISIBLE_DEVICES */
+    /* --dist-train's choice of GPU for this rank, an index into CUDA_VISIBLE_DEVICES */
     if (device < 0 && chosen != NULL && chosen[0] >= '0' && chosen[0] <= '9'
         && strspn (chosen, "0123456789") == strlen (chosen) && strlen (chosen) < 6)
         device = atoi (chosen);

@@ -76,8 +76,8 @@ bool dist_train_stderr_line (const char *msg, size_t len)
  * slurmstepd sends after this callback, and once it has had the step
  * killed it drops output still on its way.  So after the line, wait until
  * the I/O thread has read it (FIONREAD on a pipe counts the bytes not yet
- * read; at most 0.5 s), then 0.1 s for it to reach srun (measured: without
- * the wait the line was lost in 4 runs of 5, with it in 0 of 10).  Only
+ * read; at most 0.5 s), then 0.1 s for it to reach srun: without the wait
+ * the line was lost most of the time (doc/decisions.md).  Only
  * ioctl and sleeps: nothing here can block on the pipe. */
 void dist_train_wait_forwarded (int fd)
 {

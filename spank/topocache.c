@@ -1,14 +1,14 @@
 /* topocache.c - where a node's topology comes from: the site's file, hwloc's
  * HWLOC_XMLFILE, our per-boot cache, or the live machine; and the cache.
  *
- * A live load that walks the PCI bus for GPUs and NICs takes 10 ms on a
- * small VM and far longer on a GPU server with hundreds of PCI devices, in
- * every step.  So the first step after a boot saves what it loaded as XML
- * in a root-owned directory, and every later step reads that (0.2 ms).  The
- * cache is keyed by the kernel's boot id, hwloc's version and our format,
- * and sealed with its length and hash: a stale or corrupt one is ignored
- * (never parsed: hwloc's XML import crashes on some corrupt files) and
- * rewritten.
+ * A live load walks the PCI bus for GPUs and NICs, which on a GPU server
+ * with hundreds of PCI devices costs every step far more than reading XML
+ * (doc/decisions.md; scripts/bench-bind measures both).  So the first step
+ * after a boot saves what it loaded as XML in a root-owned directory, and
+ * every later step reads that.  The cache is keyed by the kernel's boot id,
+ * hwloc's version and our format, and sealed with its length and hash: a
+ * stale or corrupt one is ignored (never parsed: hwloc's XML import crashes
+ * on some corrupt files) and rewritten.
  * It holds the whole machine: the step that saves it runs in its own cpuset,
  * which must not become every later step's.
  * It is written atomically (a temporary file renamed into place) by root,
@@ -129,8 +129,8 @@ static bool load_cache (struct dist_topo *t, bool need_io)
 
 /* hwloc loads its plugins at the first topology of a process and unloads them with the
  * last, reading DIST_TOPO_PLUGINS_ENV only then (libdist/topo.h).  slurmstepd parses only
- * what hwloc wrote (our cache, the child's export), which wants none of them (0.1 ms to
- * load them; 2.5 ms with the GPU ones), or the live machine, whose I/O devices want the
+ * what hwloc wrote (our cache, the child's export), which wants none of them (the OpenCL
+ * and GL ones pull in large libraries), or the live machine, whose I/O devices want the
  * PCI plugin (once per boot: later steps read the cache).  Its threads already run when
  * a plugin does, and setenv/unsetenv there can free or rewrite the array another
  * thread's getenv is walking: so slurmstepd's environment is never changed.  Instead a
