@@ -22,6 +22,7 @@ stats() {
 # (Debian 12), 24.11 (Debian 13 "trixie") or 26.05 ("forky"); fails elsewhere.
 slurm_generation_here() {
     local codename
+    # shellcheck source=/dev/null # the running system's, not ours
     codename=$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")
     case $codename in
     bookworm) echo 22.05 ;;
