@@ -29,7 +29,7 @@ teardown_file() {
 }
 
 setup() {
-    cd "$TOP"
+    cd "$TOP" || return 1
     eval "$("$MINICLUSTER" env)"
     plugstack "topology=$GPU_XML"
 }

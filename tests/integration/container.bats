@@ -9,6 +9,8 @@
 # name as the README gives it, so that dist-train loads after pyxis.  The
 # cluster is the site profile where this machine can run it.
 
+# shellcheck disable=SC2016 # the tasks expand the variables of these bash -c programs
+
 load helpers/common
 load helpers/containers
 

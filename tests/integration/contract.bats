@@ -3,6 +3,8 @@
 # distribution, steps inside jobs, sbatch/salloc, user overrides, names that
 # do not resolve, the port check, and bad input.
 
+# shellcheck disable=SC2016 # the tasks expand the variables of these bash -c programs
+
 load helpers/common
 
 setup_file() {
@@ -14,7 +16,7 @@ teardown_file() {
 }
 
 setup() {
-    cd "$TOP"
+    cd "$TOP" || return 1
 }
 
 @test "-N3 -n6: every rank checked" {
@@ -275,6 +277,7 @@ s = socket.socket(); s.bind(("0.0.0.0", 29999)); s.listen(); time.sleep(30)' &
 @test "a node whose own name resolves to 127.0.1.1 still gets its real address" {
     local saved
     saved=$(node_hosts_get node1)
+    # shellcheck disable=SC2001 # a line of the hosts file, anchored at both ends
     sed 's/^[0-9.]* node1$/127.0.1.1 node1/' <<<"$saved" | node_hosts_set node1
     run "$MINICLUSTER" exec --node node1 -- getent hosts node1
     [[ $output == 127.0.1.1* ]]
@@ -301,6 +304,7 @@ s = socket.socket(); s.bind(("0.0.0.0", 29999)); s.listen(); time.sleep(30)' &
 @test "PyTorch gloo DDP across 3 nodes, rank 0's name on 127.0.1.1, no interface set by the user" {
     local saved
     saved=$(node_hosts_get node1)
+    # shellcheck disable=SC2001 # a line of the hosts file, anchored at both ends
     sed 's/^[0-9.]* node1$/127.0.1.1 node1/' <<<"$saved" | node_hosts_set node1
     run timeout 120 srun --dist-train -N3 -n3 "$TORCH_PYTHON" "$TOP/examples/ddp_train.py" --steps 10
     printf '%s\n' "$saved" | node_hosts_set node1

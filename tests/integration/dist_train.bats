@@ -14,7 +14,7 @@ teardown_file() {
 
 setup() {
     # tasks start in srun's directory; nodes have a private /tmp, so not there
-    cd "$TOP"
+    cd "$TOP" || return 1
 }
 
 @test "srun --help lists --dist-train" {

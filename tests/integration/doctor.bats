@@ -3,6 +3,8 @@
 # that cannot reach rank 0, a taken MASTER_PORT, a script that overrides
 # RANK, and --then handing MASTER_PORT to the training program.
 
+# shellcheck disable=SC2016 # the tasks expand the variables of these bash -c programs
+
 load helpers/common
 
 DOCTOR="$TOP/tools/dist-train-doctor"
@@ -21,7 +23,7 @@ teardown_file() {
 }
 
 setup() {
-    cd "$TOP"
+    cd "$TOP" || return 1
     eval "$("$MINICLUSTER" env)"
     BLACKHOLE=''
     HOLDER=''

@@ -6,6 +6,8 @@
 # (helpers/torchrun); the frameworks Debian does not package are reproduced from their
 # source by helpers/frameworks.py.
 
+# shellcheck disable=SC2016 # the tasks expand the variables of these bash -c programs
+
 load helpers/common
 
 DDP="$TOP/tests/integration/helpers/ddp_env.py"
@@ -24,7 +26,7 @@ teardown_file() {
 }
 
 setup() {
-    cd "$TOP"
+    cd "$TOP" || return 1
     eval "$("$MINICLUSTER" env)"
 }
 

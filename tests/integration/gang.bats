@@ -4,6 +4,8 @@
 # keeps Slurm's own behaviour; a PyTorch job that uses the shim stops together
 # on a preemption signal and resumes, and the watchdog ends a wedged step.
 
+# shellcheck disable=SC2016 # the tasks expand the variables of these bash -c programs
+
 load helpers/common
 
 setup_file() {
@@ -17,7 +19,7 @@ teardown_file() {
 PREEMPT_TRAIN="$TOP/examples/preempt_train.py"
 
 setup() {
-    cd "$TOP"
+    cd "$TOP" || return 1
     eval "$("$MINICLUSTER" env)"
     "$MINICLUSTER" start --nodes 3 --plugin "$PLUGIN_SO" >/dev/null 2>&1
     # a duration no other process on this machine sleeps, to find leftovers
@@ -50,7 +52,8 @@ leftovers_of() {
 
 # run_timed CMD...: $status, $output (stdout+stderr), $elapsed_ms
 run_timed() {
-    local t0=$(date +%s%N)
+    local t0
+    t0=$(date +%s%N)
     run timeout 120 "$@"
     elapsed_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
     echo "$output"

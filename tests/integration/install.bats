@@ -51,7 +51,7 @@ teardown_file() {
 }
 
 setup() {
-    cd "$TOP"
+    cd "$TOP" || return 1
     eval "$("$MINICLUSTER" env)"
     # what the installed packages give, not the build tree
     unset DTSHIM_LIBRARY PYTHONPATH
@@ -95,6 +95,7 @@ setup() {
 }
 
 @test "a shim program built with pkg-config --cflags --libs dtshim, and the installed Python module, outside Slurm" {
+    # shellcheck disable=SC2046 # pkg-config prints one flag per word
     cc -Wall -Wextra -Wno-unused-parameter -Werror -o "$MINICLUSTER_DIR/shim_check" \
         "$TOP/tests/integration/helpers/shim_check.c" $(pkg-config --cflags --libs dtshim)
     # linked against the installed library, nothing of the build tree
@@ -143,6 +144,7 @@ dtshim.finalize()'
         grep -q 'enable_configless' "$cache/slurm.conf"
         [[ ! -e $cache/plugstack.conf.d && ! -e $cache/zz-dist-train.conf ]]
     done
+    # shellcheck disable=SC2016 # each task expands its own variables
     run timeout 60 srun --dist-train -N2 -n4 bash -c 'echo "rank $RANK of $WORLD_SIZE on $(hostname) master $MASTER_ADDR:$MASTER_PORT"'
     echo "$output"
     [ "$status" -eq 0 ]

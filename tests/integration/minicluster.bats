@@ -3,6 +3,8 @@
 # steps across nodes, PMIx exchanges and batch jobs, and stop leaves nothing behind.
 # Needs root and network namespaces; runs under a state dir in $BATS_FILE_TMPDIR.
 
+# shellcheck disable=SC2016 # the tasks expand the variables of these bash -c programs
+
 BATS_TEST_TIMEOUT=${BATS_TEST_TIMEOUT:-120}
 
 load helpers/common
@@ -28,7 +30,7 @@ teardown_file() {
 
 setup() {
 	# Steps start in the submitting directory, so use one the nodes can see.
-	cd "$CLUSTER_DIR"
+	cd "$CLUSTER_DIR" || return 1
 }
 
 # in_cluster CMD...: CMD with the cluster's environment, bounded in time.
@@ -90,7 +92,7 @@ node2 4" ]
 	[ "$(printf '%s\n' "${lines[@]}" | sort)" = "minicluster-mark-node1
 minicluster-mark-node2
 minicluster-mark-node3" ]
-	[ -z "$(ls /tmp | grep minicluster-mark- || true)" ]
+	[ -z "$(find /tmp -mindepth 1 -maxdepth 1 -name '*minicluster-mark-*')" ]
 }
 
 @test "nodes resolve each other and the controller to bridge addresses" {

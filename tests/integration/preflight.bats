@@ -29,7 +29,7 @@ teardown_file() {
 }
 
 setup() {
-    cd "$TOP"
+    cd "$TOP" || return 1
     eval "$("$MINICLUSTER" env)"
     plugstack
 }
@@ -86,7 +86,7 @@ teardown() {
     [[ $output == *"node3: ranks 2 never checked in"* || $output == *"node3: rank 2 never checked in"* ]]
     [[ $output == *"rank 2 on node3: cannot reach rank 0 at $BLACKHOLE:"* ]]
     # no rank ran the program
-    [[ -z $(ls "$MINICLUSTER_DIR" | grep '^ran\.') ]]
+    [[ -z $(find "$MINICLUSTER_DIR" -mindepth 1 -maxdepth 1 -name 'ran.*') ]]
 }
 
 @test "the site's preflight=on: every step checks first; a user turns it off with preflight=off" {

@@ -17,7 +17,7 @@ teardown_file() {
 }
 
 setup() {
-    cd "$TOP"
+    cd "$TOP" || return 1
     eval "$("$MINICLUSTER" env)"
     WORK=$MINICLUSTER_DIR/restart.$BATS_TEST_NUMBER
     rm -rf "$WORK" && mkdir -p "$WORK"

@@ -15,10 +15,10 @@
 load helpers/common
 
 setup_file() {
-    command -v rpmbuild >/dev/null && command -v rpmspec >/dev/null || {
+    if ! command -v rpmbuild >/dev/null || ! command -v rpmspec >/dev/null; then
         echo "no rpmbuild or rpmspec: install Debian's rpm package (scripts/deps does)" >&2
         return 1
-    }
+    fi
     export WORK=$BATS_FILE_TMPDIR
     export VERSION
     VERSION=$(sed -n 's/^PACKAGE_VERSION = //p' "$TOP/Makefile")
@@ -49,6 +49,7 @@ setup_file() {
 # installs it (headers in /usr/include unless INCLUDEDIR).
 fake_slurm_pc() {
     mkdir -p "$1"
+    # shellcheck disable=SC2016 # ${includedir} and ${libdir} are pkg-config's
     printf '%s\n' "libdir=$2" "includedir=${4:-/usr/include}" '' 'Name: slurm' \
         'Description: Slurm Workload Manager' "Version: $3" \
         'Cflags: -I${includedir}' 'Libs: -L${libdir} -lslurm' >"$1/slurm.pc"
@@ -219,6 +220,7 @@ has_file() {
     "$MINICLUSTER" stop >/dev/null 2>&1 || true
     "$MINICLUSTER" start --nodes 2 --plugstack "$WORK/plugstack.conf" >&2
     eval "$("$MINICLUSTER" env)"
+    # shellcheck disable=SC2016 # each task expands its own variables
     run timeout 60 srun --dist-train -N2 -n2 bash -c 'echo "rank $RANK of $WORLD_SIZE"'
     echo "$output"
     [ "$status" -eq 0 ]

@@ -17,7 +17,7 @@ teardown_file() {
 }
 
 setup() {
-    cd "$TOP"
+    cd "$TOP" || return 1
     eval "$("$MINICLUSTER" env)"
 }
 

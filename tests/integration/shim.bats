@@ -23,7 +23,7 @@ teardown_file() {
 }
 
 setup() {
-    cd "$TOP"
+    cd "$TOP" || return 1
     CHECK=$MINICLUSTER_DIR/shim_check
     export DTSHIM_LIBRARY=$SHIM_LIB PYTHONPATH=$TOP/python
     export DTSHIM_TIMEOUT=60

@@ -41,7 +41,7 @@ teardown_file() {
 
 setup() {
     require_site_profile
-    cd "$TOP"
+    cd "$TOP" || return 1
     eval "$("$MINICLUSTER" env)"
     plugstack "topology=$GPU_XML"
 }
@@ -157,6 +157,7 @@ hold_node1_gpus() {
             [[ $got == "${want[r]}" ]] || { echo "$args: rank $r got $got, Slurm alone ${want[r]}" >&2; return 1; }
             [[ $(field "${lines[r]}" RANK) == "$r" && $(field "${lines[r]}" MASTER_PORT) != unset ]]
         done
+        # shellcheck disable=SC2154 # run_lines (helpers/common.bash) sets it
         [[ $err == *"$kind left as Slurm bound them"* ]] || { echo "$args: $err" >&2; return 1; }
     done <<'EOF'
 CPUs|--cpu-bind=cores

@@ -3,6 +3,8 @@
 # ordinary user runs the steps, so that nothing relies on root: slurmstepd
 # drops privileges for user_init and task_init, and the tasks are the user's.
 
+# shellcheck disable=SC2016 # the tasks expand the variables of these bash -c programs
+
 load helpers/common
 
 TEST_USER=dt-test-user

@@ -6,6 +6,7 @@ MINICLUSTER="$TOP/scripts/minicluster"
 PLUGIN_SO="$TOP/spank/.libs/dist_train.so"
 TASK_ENV="$TOP/tests/integration/helpers/task-env"
 # A rank's program in the usual bash wrapper (exits 143 when stopped).
+# shellcheck disable=SC2034 # for the .bats files that load this
 TERM_WRAPPER="$TOP/tests/integration/helpers/term-wrapper"
 TORCH_PYTHON=${TORCH_PYTHON:-/usr/bin/python3}
 
@@ -19,6 +20,7 @@ cluster_start() {
 
 # The test cluster's GPU nodes: $1 nodes of this machine's 2 CPUs with 4
 # placeholder GPUs each, described by tests/topologies/minicluster-4gpu.xml.
+# shellcheck disable=SC2034 # for the .bats files that load this
 GPU_XML="$TOP/tests/topologies/minicluster-4gpu.xml"
 
 # Point plugstack.conf at the plugin with the arguments $2...; starts a GPU
@@ -93,6 +95,7 @@ run_lines() {
         echo "failed: $*" >&2
         return 1
     }
+    # shellcheck disable=SC2034 # for the caller, as $lines
     err=$(cat "$BATS_TEST_TMPDIR/err")
     mapfile -t lines < <(grep '^RANK=' <<<"$out" | sort -t= -k2 -n)
     printf '%s\n' "${lines[@]}"
@@ -266,6 +269,7 @@ removal_checked() {
     [[ -f $COPY && -L $DANGLING ]]
     run timeout 60 srun -N2 -n2 hostname
     echo "$output"
+    # shellcheck disable=SC2154 # bats' run sets it
     [ "$status" -eq 0 ]
     # (and srun's complaint about the copy's optional plugin, which it skips)
     [[ $(grep -cx 'node[12]' <<<"$output") -eq 2 ]]

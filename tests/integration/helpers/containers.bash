@@ -3,7 +3,7 @@
 # shellcheck shell=bash
 
 # thirdparty_dir: where the archives are (scripts/lib.sh says how it looks)
-# shellcheck source=scripts/lib.sh
+# shellcheck source=../../../scripts/lib.sh
 source "$TOP/scripts/lib.sh"
 PYXIS_ARCHIVE=pyxis-0.9.1.tar.gz
 ENROOT_ARCHIVE=enroot-4.1.2.tar.gz
@@ -22,6 +22,7 @@ build_container_tools() {
     mkdir -p "$e/deps/makeself" "$e/deps/linux-headers"
     printf '#!/bin/sh\necho "makeself: not in this build of enroot" >&2\nexit 1\n' >"$e/deps/makeself/makeself.sh"
     chmod 755 "$e/deps/makeself/makeself.sh"
+    # shellcheck disable=SC2016 # $(prefix) is make's
     printf 'install:\n\tmkdir -p $(prefix)/include\n' >"$e/deps/linux-headers/Makefile"
     {
         (cd "$e" && "${make_enroot[@]}" -j2 && "${make_enroot[@]}" install) &&
