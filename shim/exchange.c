@@ -1,115 +1,21 @@
 /* exchange.c - the PMIx transport under the collectives: put/commit, fence with data
  * collection, and gets, all non-blocking with the collective's deadline, because Slurm's
  * PMIx ignores PMIX_TIMEOUT and waits 300 s for a peer that will never come. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "shim/dtshim.h"
+#include "shim/request.h"
 #include "shim/shim.h"
-
-/* PMIx calls in flight. A get's result lands in its slot. When the caller gives up at the
- * deadline it abandons the whole thing, and the last callback to come frees it.
- *
- * PMIx_Get_nb keeps the key and info pointers it is given, not copies, until its callback:
- * PMIx 5 sends a get it cannot answer from its cache to the server later, from its progress
- * thread, and answers every get of a rank in flight from that one reply by looking up each
- * get's key then. So each get's key lives in its slot, and the directives in the pending,
- * as long as the callbacks can come (one key buffer reused for several gets in flight made
- * them all read the last key: "chunk 1 has 24 bytes"). */
-struct pending;
-struct slot {
-    struct pending *owner;
-    char key[PMIX_MAX_KEYLEN + 1];
-    pmix_status_t status;
-    uint8_t *bytes;
-    size_t len;
-    uint64_t u64;
-};
-struct pending {
-    pthread_mutex_t lock;
-    pthread_cond_t done_cond;
-    int outstanding;
-    bool abandoned;
-    bool want_u64; /* the gets look for a PMIX_UINT64, not a chunk */
-    pmix_status_t status; /* of the fence */
-    pmix_info_t *info; /* the gets' directives, or NULL */
-    size_t ninfo;
-    size_t n;
-    struct slot slots[];
-};
-
-static struct pending *pending_new (size_t n)
-{
-    struct pending *p = calloc (1, sizeof (*p) + n * sizeof (p->slots[0]));
-    pthread_condattr_t attr;
-
-    if (p == NULL)
-        return NULL;
-    pthread_mutex_init (&p->lock, NULL);
-    pthread_condattr_init (&attr);
-    pthread_condattr_setclock (&attr, CLOCK_MONOTONIC);
-    pthread_cond_init (&p->done_cond, &attr);
-    pthread_condattr_destroy (&attr);
-    p->n = n;
-    for (size_t i = 0; i < n; i++)
-        p->slots[i].owner = p;
-    return p;
-}
-
-static void pending_free (struct pending *p)
-{
-    for (size_t i = 0; i < p->n; i++)
-        free (p->slots[i].bytes);
-    if (p->info != NULL)
-        PMIX_INFO_FREE (p->info, p->ninfo);
-    pthread_cond_destroy (&p->done_cond);
-    pthread_mutex_destroy (&p->lock);
-    free (p);
-}
-
-/* One callback done; frees p when its caller has left. Called with p->lock held. */
-static void pending_done_locked (struct pending *p)
-{
-    bool gone;
-
-    p->outstanding--;
-    gone = p->abandoned && p->outstanding == 0;
-    pthread_cond_signal (&p->done_cond);
-    pthread_mutex_unlock (&p->lock);
-    if (gone)
-        pending_free (p);
-}
-
-/* Wait for every callback until the deadline. DTSHIM_ERR_TIMEOUT leaves p behind, broken. */
-static int pending_wait (struct pending *p, uint64_t seq, const char *what)
-{
-    int rc = 0;
-
-    pthread_mutex_lock (&p->lock);
-    while (p->outstanding > 0 && rc != ETIMEDOUT) {
-        if (shim_world.timeout_s > 0)
-            rc = pthread_cond_timedwait (&p->done_cond, &p->lock, &shim_world.deadline);
-        else
-            pthread_cond_wait (&p->done_cond, &p->lock);
-    }
-    if (p->outstanding == 0) {
-        pthread_mutex_unlock (&p->lock);
-        return DTSHIM_OK;
-    }
-    p->abandoned = true;
-    pthread_mutex_unlock (&p->lock);
-    return shim_timed_out (seq, what);
-}
 
 static void fence_done (pmix_status_t status, void *cbdata)
 {
-    struct pending *p = cbdata;
+    struct shim_request *r = cbdata;
 
-    pthread_mutex_lock (&p->lock);
-    p->status = status;
-    pending_done_locked (p);
+    pthread_mutex_lock (&r->lock);
+    r->status = status;
+    shim_request_release_locked (r);
 }
 
 /* Every fence of the shim is one kind: with data collection.  Slurm's default fence type
@@ -124,30 +30,32 @@ static int fence (uint64_t seq)
     pmix_proc_t job;
     pmix_info_t info;
     bool yes = true;
-    struct pending *p;
+    struct shim_request *r;
     pmix_status_t rc;
     int rv;
 
-    if ((p = pending_new (0)) == NULL)
+    if ((r = shim_request_new (0)) == NULL)
         return DTSHIM_ERR_NO_MEMORY;
-    p->outstanding = 1;
     PMIX_LOAD_PROCID (&job, shim_world.self.nspace, PMIX_RANK_WILDCARD);
     /* Slurm collects data whenever PMIX_COLLECT_DATA is present, whatever its value. */
     PMIX_INFO_LOAD (&info, PMIX_COLLECT_DATA, &yes, PMIX_BOOL);
-    rc = PMIx_Fence_nb (&job, 1, &info, 1, fence_done, p);
+    shim_request_retain (r); /* fence_done's */
+    rc = PMIx_Fence_nb (&job, 1, &info, 1, fence_done, r);
     PMIX_INFO_DESTRUCT (&info);
     if (rc != PMIX_SUCCESS) {
         /* PMIX_OPERATION_SUCCEEDED: done at once, and no callback will come. */
-        pending_free (p);
+        shim_request_release (r); /* fence_done's */
+        shim_request_release (r); /* the caller's, the last */
         if (rc == PMIX_OPERATION_SUCCEEDED)
             return DTSHIM_OK;
         return shim_fail (DTSHIM_ERR_PMIX, "collective #%llu: PMIx_Fence_nb failed: %s",
                           (unsigned long long) seq, PMIx_Error_string (rc));
     }
-    if ((rv = pending_wait (p, seq, "fence")) != DTSHIM_OK)
+    if ((rv = shim_request_wait (r, seq, "fence")) == DTSHIM_OK)
+        rc = r->status;
+    shim_request_release (r);
+    if (rv != DTSHIM_OK)
         return rv;
-    rc = p->status;
-    pending_free (p);
     if (rc != PMIX_SUCCESS)
         return shim_fail (DTSHIM_ERR_PMIX, "collective #%llu: fence failed: %s",
                           (unsigned long long) seq, PMIx_Error_string (rc));
@@ -197,18 +105,19 @@ static int exchange (enum shim_op op, const void *payload, size_t size, bool con
 
 static void get_done (pmix_status_t status, pmix_value_t *kv, void *cbdata)
 {
-    struct slot *s = cbdata;
-    struct pending *p = s->owner;
+    struct shim_slot *s = cbdata;
+    struct shim_request *r = s->owner;
 
-    pthread_mutex_lock (&p->lock);
+    pthread_mutex_lock (&r->lock);
     s->status = status;
     if (status == PMIX_SUCCESS
-        && (kv == NULL || kv->type != (p->want_u64 ? PMIX_UINT64 : PMIX_BYTE_OBJECT)))
+        && (kv == NULL || kv->type != (r->want_u64 ? PMIX_UINT64 : PMIX_BYTE_OBJECT)))
         s->status = PMIX_ERR_TYPE_MISMATCH;
-    if (s->status == PMIX_SUCCESS && p->want_u64)
+    if (s->status == PMIX_SUCCESS && r->want_u64)
         s->u64 = kv->data.uint64;
-    /* kv belongs to PMIx and goes away when this returns. */
-    if (s->status == PMIX_SUCCESS && !p->want_u64 && !p->abandoned) {
+    /* kv belongs to PMIx and goes away when this returns; a caller that gave up at its
+     * deadline has released r and reads nothing of it. */
+    if (s->status == PMIX_SUCCESS && !r->want_u64 && shim_request_shared_locked (r)) {
         s->len = kv->data.bo.size;
         s->bytes = malloc (s->len > 0 ? s->len : 1);
         if (s->bytes == NULL)
@@ -216,18 +125,17 @@ static void get_done (pmix_status_t status, pmix_value_t *kv, void *cbdata)
         else if (s->len > 0)
             memcpy (s->bytes, kv->data.bo.bytes, s->len);
     }
-    pending_done_locked (p);
+    shim_request_release_locked (r);
 }
 
-/* Get the key in each of p's first n slots from ranks[i] (the key and p->info stay with p
+/* Get the key in each of r's first n slots from ranks[i] (the key and r->info stay with r
  * until the callbacks have come), one after the other, before the deadline; with
  * stop_at_found (of PMIX_UINT64 values), only until one of at most seq is found. One at a
  * time: PMIx 4 answers a get of a value its shared-memory store holds at once, but a get
- * that goes to the server (every get of another rank's value with PMIx 5) waits about
- * 40 ms for its answer when others are in flight, 0.15 to 0.25 ms alone (measured with
- * PMIx 4.2 and 5.0 on the test cluster: an allgather of 6 ranks took 50 ms with its gets all
- * at once, 10 ms one by one). */
-static int get_each (struct pending *p, const int *ranks, size_t n, uint64_t seq,
+ * that goes to the server (every get of another rank's value with PMIx 5) waits far longer
+ * for its answer while others are in flight than alone, so a collective's gets take longer
+ * all at once than one by one (doc/decisions.md has the figures). */
+static int get_each (struct shim_request *r, const int *ranks, size_t n, uint64_t seq,
                      bool stop_at_found)
 {
     pmix_proc_t peer;
@@ -237,38 +145,36 @@ static int get_each (struct pending *p, const int *ranks, size_t n, uint64_t seq
     PMIX_LOAD_NSPACE (peer.nspace, shim_world.self.nspace);
     for (size_t i = 0; i < n; i++) {
         peer.rank = (pmix_rank_t) ranks[i];
-        pthread_mutex_lock (&p->lock);
-        p->outstanding++;
-        pthread_mutex_unlock (&p->lock);
-        rc = PMIx_Get_nb (&peer, p->slots[i].key, p->info, p->ninfo, get_done, &p->slots[i]);
+        shim_request_retain (r); /* get_done's */
+        rc = PMIx_Get_nb (&peer, r->slots[i].key, r->info, r->ninfo, get_done, &r->slots[i]);
         if (rc != PMIX_SUCCESS) {
-            pthread_mutex_lock (&p->lock);
-            p->slots[i].status = rc;
-            p->outstanding--;
-            pthread_mutex_unlock (&p->lock);
+            /* No callback will come. */
+            pthread_mutex_lock (&r->lock);
+            r->slots[i].status = rc;
+            shim_request_release_locked (r);
         }
-        if ((rv = pending_wait (p, seq, "get")) != DTSHIM_OK)
+        if ((rv = shim_request_wait (r, seq, "get")) != DTSHIM_OK)
             return rv;
-        if (stop_at_found && p->slots[i].status == PMIX_SUCCESS && p->slots[i].u64 <= seq)
+        if (stop_at_found && r->slots[i].status == PMIX_SUCCESS && r->slots[i].u64 <= seq)
             break;
     }
     return DTSHIM_OK;
 }
 
-/* Get chunks[i] of ranks[i], i < n, into p's slots. */
-static int get_all (struct pending *p, const int *ranks, size_t n, const size_t *chunks,
+/* Get chunks[i] of ranks[i], i < n, into r's slots. */
+static int get_all (struct shim_request *r, const int *ranks, size_t n, const size_t *chunks,
                     uint64_t seq)
 {
     int rv;
 
     for (size_t i = 0; i < n; i++)
-        shim_key (p->slots[i].key, sizeof (p->slots[i].key), seq, chunks[i]);
-    if ((rv = get_each (p, ranks, n, seq, false)) != DTSHIM_OK)
+        shim_key (r->slots[i].key, sizeof (r->slots[i].key), seq, chunks[i]);
+    if ((rv = get_each (r, ranks, n, seq, false)) != DTSHIM_OK)
         return rv;
     for (size_t i = 0; i < n; i++) {
-        if (p->slots[i].status != PMIX_SUCCESS)
+        if (r->slots[i].status != PMIX_SUCCESS)
             return shim_fail (DTSHIM_ERR_PMIX, "PMIx_Get(%s of rank %d) failed: %s",
-                              p->slots[i].key, ranks[i], PMIx_Error_string (p->slots[i].status));
+                              r->slots[i].key, ranks[i], PMIx_Error_string (r->slots[i].status));
     }
     return DTSHIM_OK;
 }
@@ -280,7 +186,7 @@ static int get_all (struct pending *p, const int *ranks, size_t n, const size_t 
  * found" for a key put before the fence, in every run of scripts/stress-preempt. */
 static int probe (const char *key, uint64_t seq, int *any)
 {
-    struct pending *p;
+    struct shim_request *r;
     int *ranks, n = 0, rv;
     bool yes = true;
 
@@ -288,40 +194,37 @@ static int probe (const char *key, uint64_t seq, int *any)
     if (shim_world.size <= 1)
         return DTSHIM_OK;
     ranks = calloc ((size_t) shim_world.size, sizeof (*ranks));
-    if (ranks == NULL || (p = pending_new ((size_t) shim_world.size - 1)) == NULL) {
+    if (ranks == NULL || (r = shim_request_new ((size_t) shim_world.size - 1)) == NULL) {
         free (ranks);
         return DTSHIM_ERR_NO_MEMORY;
     }
-    PMIX_INFO_CREATE (p->info, 1);
-    if (p->info == NULL) {
-        pending_free (p);
+    PMIX_INFO_CREATE (r->info, 1);
+    if (r->info == NULL) {
+        shim_request_release (r);
         free (ranks);
         return DTSHIM_ERR_NO_MEMORY;
     }
-    p->ninfo = 1;
-    PMIX_INFO_LOAD (&p->info[0], PMIX_IMMEDIATE, &yes, PMIX_BOOL);
-    p->want_u64 = true;
-    for (int r = 0; r < shim_world.size; r++) {
-        if (r == shim_world.rank)
+    r->ninfo = 1;
+    PMIX_INFO_LOAD (&r->info[0], PMIX_IMMEDIATE, &yes, PMIX_BOOL);
+    r->want_u64 = true;
+    for (int rank = 0; rank < shim_world.size; rank++) {
+        if (rank == shim_world.rank)
             continue;
-        ranks[n] = r;
-        snprintf (p->slots[n].key, sizeof (p->slots[n].key), "%s", key);
-        p->slots[n].status = PMIX_ERR_NOT_FOUND; /* until asked */
+        ranks[n] = rank;
+        snprintf (r->slots[n].key, sizeof (r->slots[n].key), "%s", key);
+        r->slots[n].status = PMIX_ERR_NOT_FOUND; /* until asked */
         n++;
     }
-    if ((rv = get_each (p, ranks, (size_t) n, seq, true)) != DTSHIM_OK) {
-        free (ranks);
-        return rv; /* a timeout leaves p to the callbacks */
-    }
+    rv = get_each (r, ranks, (size_t) n, seq, true);
     for (int i = 0; i < n && rv == DTSHIM_OK; i++) {
-        pmix_status_t st = p->slots[i].status;
-        if (st == PMIX_SUCCESS && p->slots[i].u64 <= seq)
+        pmix_status_t st = r->slots[i].status;
+        if (st == PMIX_SUCCESS && r->slots[i].u64 <= seq)
             *any = 1;
         else if (st != PMIX_SUCCESS && st != PMIX_ERR_NOT_FOUND)
             rv = shim_fail (DTSHIM_ERR_PMIX, "PMIx_Get(%s of rank %d) failed: %s", key, ranks[i],
                             PMIx_Error_string (st));
     }
-    pending_free (p);
+    shim_request_release (r);
     free (ranks);
     return rv;
 }
@@ -334,94 +237,143 @@ void shim_pieces_free (struct shim_piece *pieces, int count)
     }
 }
 
-/* The first chunk of every rank's frame, then the other chunks of them all, in two rounds
- * of gets. */
-static int read_pieces (enum shim_op op, uint64_t seq, int first, int count, struct shim_piece *out)
-{
-    struct pending *p = NULL, *rest = NULL;
-    bool p_abandoned = false, rest_abandoned = false;
-    int *ranks = NULL, rv = DTSHIM_OK;
-    size_t *chunks = NULL, nrest = 0, k = 0;
-    uint64_t size;
+/* A frame is read in two rounds of gets: the first chunk of every rank's frame, which
+ * declares the frame's length, then the other chunks of them all. A round gets chunks[i] of
+ * ranks[i] into slot i of its request. */
+struct round {
+    struct shim_request *req;
+    int *ranks;
+    size_t *chunks;
+    size_t n;
+};
 
-    memset (out, 0, (size_t) count * sizeof (*out));
-    ranks = calloc ((size_t) count, sizeof (*ranks));
-    chunks = calloc ((size_t) count, sizeof (*chunks));
-    if (ranks == NULL || chunks == NULL || (p = pending_new ((size_t) count)) == NULL) {
-        rv = DTSHIM_ERR_NO_MEMORY;
-        goto out;
-    }
+/* Room for n gets; DTSHIM_ERR_NO_MEMORY leaves what it could allocate to round_end. */
+static int round_new (struct round *round, size_t n)
+{
+    round->n = n;
+    if ((round->ranks = calloc (n, sizeof (*round->ranks))) == NULL
+        || (round->chunks = calloc (n, sizeof (*round->chunks))) == NULL
+        || (round->req = shim_request_new (n)) == NULL)
+        return DTSHIM_ERR_NO_MEMORY;
+    return DTSHIM_OK;
+}
+
+/* The caller's part of the round ends: a get still in flight after a timeout keeps the
+ * request until its callback. */
+static void round_end (struct round *round)
+{
+    if (round->req != NULL)
+        shim_request_release (round->req);
+    free (round->ranks);
+    free (round->chunks);
+}
+
+/* Receive the first chunk of the frames of ranks first .. first+count-1. */
+static int receive_heads (struct round *heads, int first, int count, uint64_t seq)
+{
+    int rv;
+
+    if ((rv = round_new (heads, (size_t) count)) != DTSHIM_OK)
+        return rv;
     for (int i = 0; i < count; i++)
-        ranks[i] = first + i;
-    if ((rv = get_all (p, ranks, (size_t) count, chunks, seq)) != DTSHIM_OK) {
-        p_abandoned = rv == DTSHIM_ERR_TIMEOUT; /* the callbacks free it */
-        goto out;
-    }
-    for (int i = 0; i < count; i++) {
-        struct slot *s = &p->slots[i];
-        rv = shim_frame_parse (s->bytes, s->len, op, seq, &size);
-        if (rv != DTSHIM_OK) {
-            shim_fail (rv, "collective #%llu, rank %d: %s", (unsigned long long) seq, first + i,
-                       dtshim_strerror (rv));
-            goto out;
-        }
+        heads->ranks[i] = first + i;
+    return get_all (heads->req, heads->ranks, heads->n, heads->chunks, seq);
+}
+
+/* Match each first chunk against collective seq and op: the payload's size it declares into
+ * out, and into *nrest the number of chunks that remain of all the frames. */
+static int match_heads (const struct round *heads, enum shim_op op, uint64_t seq,
+                        struct shim_piece *out, size_t *nrest)
+{
+    uint64_t size;
+    int rv;
+
+    *nrest = 0;
+    for (size_t i = 0; i < heads->n; i++) {
+        const struct shim_slot *s = &heads->req->slots[i];
+        if ((rv = shim_frame_parse (s->bytes, s->len, op, seq, &size)) != DTSHIM_OK)
+            return shim_fail (rv, "collective #%llu, rank %d: %s", (unsigned long long) seq,
+                              heads->ranks[i], dtshim_strerror (rv));
         out[i].size = (size_t) size;
-        nrest += shim_chunk_count (SHIM_FRAME_HEADER + size, SHIM_CHUNK) - 1;
+        *nrest += shim_chunk_count (SHIM_FRAME_HEADER + size, SHIM_CHUNK) - 1;
     }
-    if (nrest == 0)
-        goto assemble;
-    free (ranks);
-    free (chunks);
-    ranks = calloc (nrest, sizeof (*ranks));
-    chunks = calloc (nrest, sizeof (*chunks));
-    if (ranks == NULL || chunks == NULL || (rest = pending_new (nrest)) == NULL) {
-        rv = DTSHIM_ERR_NO_MEMORY;
-        goto out;
-    }
+    return DTSHIM_OK;
+}
+
+/* Receive the nrest chunks after the first of the frames of ranks first .. first+count-1,
+ * whose payloads' sizes are in out. */
+static int receive_rest (struct round *rest, size_t nrest, int first, int count,
+                         const struct shim_piece *out, uint64_t seq)
+{
+    size_t k = 0;
+    int rv;
+
+    if ((rv = round_new (rest, nrest)) != DTSHIM_OK)
+        return rv;
     for (int i = 0; i < count; i++) {
         size_t n = shim_chunk_count (SHIM_FRAME_HEADER + out[i].size, SHIM_CHUNK);
         for (size_t c = 1; c < n; c++) {
-            ranks[k] = first + i;
-            chunks[k++] = c;
+            rest->ranks[k] = first + i;
+            rest->chunks[k++] = c;
         }
     }
-    if ((rv = get_all (rest, ranks, nrest, chunks, seq)) != DTSHIM_OK) {
-        rest_abandoned = rv == DTSHIM_ERR_TIMEOUT;
-        goto out;
+    return get_all (rest->req, rest->ranks, rest->n, rest->chunks, seq);
+}
+
+/* Match each other chunk against the length its frame declares. */
+static int match_rest (const struct round *rest, int first, uint64_t seq,
+                       const struct shim_piece *out)
+{
+    for (size_t k = 0; k < rest->n; k++) {
+        size_t frame_len = SHIM_FRAME_HEADER + out[rest->ranks[k] - first].size;
+        size_t len = rest->req->slots[k].len;
+        if (len != shim_chunk_len (frame_len, SHIM_CHUNK, rest->chunks[k]))
+            return shim_fail (DTSHIM_ERR_PMIX, "collective #%llu, rank %d: chunk %zu has %zu bytes",
+                              (unsigned long long) seq, rest->ranks[k], rest->chunks[k], len);
     }
-    for (k = 0; k < nrest; k++) {
-        int i = ranks[k] - first;
-        size_t frame_len = SHIM_FRAME_HEADER + out[i].size;
-        if (rest->slots[k].len != shim_chunk_len (frame_len, SHIM_CHUNK, chunks[k])) {
-            rv = shim_fail (DTSHIM_ERR_PMIX, "collective #%llu, rank %d: chunk %zu has %zu bytes",
-                            (unsigned long long) seq, ranks[k], chunks[k], rest->slots[k].len);
-            goto out;
-        }
+    return DTSHIM_OK;
+}
+
+/* Complete the payloads in out from both rounds. Every chunk came with the length its frame
+ * declares: only now the payloads' memory. */
+static int complete (const struct round *heads, const struct round *rest, int first,
+                     struct shim_piece *out)
+{
+    for (size_t i = 0; i < heads->n; i++) {
+        const struct shim_slot *s = &heads->req->slots[i];
+        if ((out[i].bytes = malloc (out[i].size > 0 ? out[i].size : 1)) == NULL)
+            return DTSHIM_ERR_NO_MEMORY;
+        memcpy (out[i].bytes, s->bytes + SHIM_FRAME_HEADER, s->len - SHIM_FRAME_HEADER);
     }
-assemble:
-    /* Every chunk came with the length its frame declares: only now the payloads' memory. */
-    for (int i = 0; i < count; i++) {
-        if ((out[i].bytes = malloc (out[i].size > 0 ? out[i].size : 1)) == NULL) {
-            rv = DTSHIM_ERR_NO_MEMORY;
-            goto out;
-        }
-        memcpy (out[i].bytes, p->slots[i].bytes + SHIM_FRAME_HEADER,
-                p->slots[i].len - SHIM_FRAME_HEADER);
+    for (size_t k = 0; k < rest->n; k++) {
+        const struct shim_slot *s = &rest->req->slots[k];
+        memcpy (out[rest->ranks[k] - first].bytes + rest->chunks[k] * SHIM_CHUNK
+                    - SHIM_FRAME_HEADER,
+                s->bytes, s->len);
     }
-    for (k = 0; k < nrest; k++) {
-        int i = ranks[k] - first;
-        memcpy (out[i].bytes + chunks[k] * SHIM_CHUNK - SHIM_FRAME_HEADER, rest->slots[k].bytes,
-                rest->slots[k].len);
+    return DTSHIM_OK;
+}
+
+static int read_pieces (enum shim_op op, uint64_t seq, int first, int count, struct shim_piece *out)
+{
+    struct round heads = {0}, rest = {0};
+    size_t nrest = 0;
+    int rv;
+
+    memset (out, 0, (size_t) count * sizeof (*out));
+    rv = receive_heads (&heads, first, count, seq);
+    if (rv == DTSHIM_OK)
+        rv = match_heads (&heads, op, seq, out, &nrest);
+    if (rv == DTSHIM_OK && nrest > 0) {
+        if ((rv = receive_rest (&rest, nrest, first, count, out, seq)) == DTSHIM_OK)
+            rv = match_rest (&rest, first, seq, out);
     }
-out:
+    if (rv == DTSHIM_OK)
+        rv = complete (&heads, &rest, first, out);
     if (rv != DTSHIM_OK)
         shim_pieces_free (out, count);
-    if (p != NULL && !p_abandoned)
-        pending_free (p);
-    if (rest != NULL && !rest_abandoned)
-        pending_free (rest);
-    free (ranks);
-    free (chunks);
+    round_end (&heads);
+    round_end (&rest);
     return rv;
 }
 

@@ -15,6 +15,7 @@ shim_libdtshim_la_SOURCES = \
 	shim/pmix.c \
 	shim/collective.c \
 	shim/exchange.c \
+	shim/request.c shim/request.h \
 	shim/preempt.c \
 	shim/watchdog.c \
 	shim/nccl.c \
@@ -62,7 +63,7 @@ tests_unit_test_shim_wire_LDADD = $(UNIT_LINKLIBS) -lm
 check_PROGRAMS += tests/unit/test_shim_local
 tests_unit_test_shim_local_SOURCES = tests/unit/test_shim_local.c \
 	shim/wire.c shim/pmi2wire.c shim/pmi2.c shim/pmi2kvs.c shim/world.c shim/init.c shim/pmix.c \
-	shim/collective.c shim/exchange.c shim/preempt.c shim/watchdog.c shim/nccl.c \
+	shim/collective.c shim/exchange.c shim/request.c shim/preempt.c shim/watchdog.c shim/nccl.c \
 	libdist/address.c libdist/hostlist.c libdist/io.c
 tests_unit_test_shim_local_CFLAGS = $(UNIT_COMPILEFLAGS) $(PMIX_CFLAGS) -pthread \
 	-DSLURM_SYSCONFDIR='"$(slurm_sysconfdir)"'
