@@ -21,6 +21,17 @@ static int size_mismatch (uint64_t seq, int rank, size_t got, size_t want)
                       (unsigned long long) seq, rank, got, shim_world.rank, want);
 }
 
+/* A copy of this rank's own size bytes at send, as if read from the transport. */
+static int own_piece (const void *send, size_t size, struct shim_piece *piece)
+{
+    if ((piece->bytes = malloc (size > 0 ? size : 1)) == NULL)
+        return DTSHIM_ERR_NO_MEMORY;
+    if (size > 0)
+        memcpy (piece->bytes, send, size);
+    piece->size = size;
+    return DTSHIM_OK;
+}
+
 int dtshim_barrier (void)
 {
     uint64_t seq;
@@ -53,12 +64,8 @@ static int broadcast (enum shim_op op, void *buf, size_t size, int root, struct 
     }
     if (shim_world.rank == root) {
         /* The root's own copy, for the variable-size form. */
-        if (out != NULL && (piece.bytes = malloc (size > 0 ? size : 1)) == NULL) {
-            rv = DTSHIM_ERR_NO_MEMORY;
+        if (out != NULL && (rv = own_piece (buf, size, &piece)) != DTSHIM_OK)
             goto out;
-        }
-        if (out != NULL && size > 0)
-            memcpy (piece.bytes, buf, size);
         piece.size = size;
     } else if (out == NULL) {
         if (piece.size != size)
@@ -101,6 +108,27 @@ int dtshim_broadcastv (const void *send, size_t size, void **recv, size_t *recv_
     return rv;
 }
 
+/* Every rank's contribution to collective seq into got (shim_world.size entries). */
+static int collect (enum shim_op op, uint64_t seq, const void *send, size_t size,
+                    struct shim_piece *got)
+{
+    if (shim_world.transport == NULL)
+        return own_piece (send, size, &got[0]);
+    return shim_world.transport->read (op, seq, 0, shim_world.size, got);
+}
+
+/* The n pieces of collective seq, each of size bytes, at fixed offsets of recv. */
+static int place_fixed (uint64_t seq, const struct shim_piece *got, int n, size_t size, void *recv)
+{
+    for (int r = 0; r < n; r++) {
+        if (got[r].size != size)
+            return size_mismatch (seq, r, got[r].size, size);
+        if (size > 0)
+            memcpy ((uint8_t *) recv + (size_t) r * size, got[r].bytes, size);
+    }
+    return DTSHIM_OK;
+}
+
 /* Every rank's contribution, to every rank (root < 0) or to root: into recv at fixed
  * offsets (fixed size, recv != NULL), or into *pieces (variable size). */
 static int gather (enum shim_op op, const void *send, size_t size, int root, void *recv,
@@ -123,25 +151,9 @@ static int gather (enum shim_op op, const void *send, size_t size, int root, voi
         rv = DTSHIM_ERR_NO_MEMORY;
         goto out;
     }
-    if (shim_world.transport == NULL) {
-        if ((got[0].bytes = malloc (size > 0 ? size : 1)) == NULL) {
-            rv = DTSHIM_ERR_NO_MEMORY;
-            goto out;
-        }
-        if (size > 0)
-            memcpy (got[0].bytes, send, size);
-        got[0].size = size;
-    } else if ((rv = shim_world.transport->read (op, seq, 0, n, got)) != DTSHIM_OK) {
-        goto out;
-    }
-    for (int r = 0; recv != NULL && r < n; r++) {
-        if (got[r].size != size) {
-            rv = size_mismatch (seq, r, got[r].size, size);
-            break;
-        }
-        if (size > 0)
-            memcpy ((uint8_t *) recv + (size_t) r * size, got[r].bytes, size);
-    }
+    rv = collect (op, seq, send, size, got);
+    if (rv == DTSHIM_OK && recv != NULL)
+        rv = place_fixed (seq, got, n, size, recv);
 out:
     if (rv == DTSHIM_OK && pieces != NULL) {
         *pieces = got;
@@ -233,25 +245,58 @@ int dtshim_unique_id_root (int i, int count)
     return (int) ((long) i * shim_world.size / count);
 }
 
+/* The index of the id this rank creates as one of count roots, or -1. */
+static int own_id_index (int count)
+{
+    int mine = -1;
+
+    for (int i = 0; i < count; i++)
+        if (dtshim_unique_id_root (i, count) == shim_world.rank)
+            mine = i;
+    return mine;
+}
+
+/* The count roots' ids into ids (len bytes each), from all, their contributions in rank
+ * order (sizes by rank): each an ok byte, then the id. DTSHIM_ERR_NO_ID names the first
+ * root that could not create its id; the ids of the others are copied all the same. */
+static int take_ids (uint8_t *ids, size_t len, int count, const uint8_t *all, const size_t *sizes)
+{
+    size_t off = 0;
+    int r = 0, failed = -1;
+
+    for (int i = 0; i < count; i++) {
+        int root = dtshim_unique_id_root (i, count);
+        for (; r < root; r++)
+            off += sizes[r];
+        if (sizes[root] != len + 1)
+            return shim_fail (DTSHIM_ERR_SIZE, "root rank %d of id %d gave %zu bytes, not %zu",
+                              root, i, sizes[root], len + 1);
+        if (all[off] == 0 && failed < 0)
+            failed = root;
+        else
+            memcpy (ids + (size_t) i * len, all + off + 1, len);
+    }
+    if (failed >= 0)
+        return shim_fail (DTSHIM_ERR_NO_ID, "rank %d could not create its id", failed);
+    return DTSHIM_OK;
+}
+
 int dtshim_share_unique_ids (void *ids, size_t len, int count, int ok)
 {
-    uint8_t *out = ids, *mine = NULL, *all = NULL;
-    size_t *sizes = NULL, off;
-    int i, r, mine_index = -1, rv, failed = -1;
+    uint8_t *mine = NULL, *all = NULL;
+    size_t *sizes;
+    int mine_index, rv;
 
     if (!shim_world.initialized)
         return DTSHIM_ERR_NOT_INITIALIZED;
     if (ids == NULL || len == 0 || count < 1 || count > shim_world.size)
         return DTSHIM_ERR_INVALID;
-    for (i = 0; i < count; i++)
-        if (dtshim_unique_id_root (i, count) == shim_world.rank)
-            mine_index = i;
     /* a root contributes its ok and its id, the others nothing */
-    if (mine_index >= 0) {
+    if ((mine_index = own_id_index (count)) >= 0) {
         if ((mine = malloc (len + 1)) == NULL)
             return DTSHIM_ERR_NO_MEMORY;
         mine[0] = ok ? 1 : 0;
-        memcpy (mine + 1, out + (size_t) mine_index * len, len);
+        memcpy (mine + 1, (uint8_t *) ids + (size_t) mine_index * len, len);
     }
     if ((sizes = calloc ((size_t) shim_world.size, sizeof (*sizes))) == NULL) {
         free (mine);
@@ -259,26 +304,10 @@ int dtshim_share_unique_ids (void *ids, size_t len, int count, int ok)
     }
     rv = dtshim_allgatherv (mine, mine_index >= 0 ? len + 1 : 0, (void **) &all, sizes);
     free (mine);
-    if (rv != DTSHIM_OK) {
-        free (sizes);
-        return rv;
-    }
-    for (i = 0, r = 0, off = 0; i < count && rv == DTSHIM_OK; i++) {
-        int root = dtshim_unique_id_root (i, count);
-        for (; r < root; r++)
-            off += sizes[r];
-        if (sizes[root] != len + 1)
-            rv = shim_fail (DTSHIM_ERR_SIZE, "root rank %d of id %d gave %zu bytes, not %zu", root,
-                            i, sizes[root], len + 1);
-        else if (all[off] == 0 && failed < 0)
-            failed = root;
-        else
-            memcpy (out + (size_t) i * len, all + off + 1, len);
-    }
+    if (rv == DTSHIM_OK)
+        rv = take_ids (ids, len, count, all, sizes);
     dtshim_free (all);
     free (sizes);
-    if (rv == DTSHIM_OK && failed >= 0)
-        rv = shim_fail (DTSHIM_ERR_NO_ID, "rank %d could not create its id", failed);
     return rv;
 }
 
