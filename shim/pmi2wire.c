@@ -201,31 +201,47 @@ static bool literal (const char **p, const char *end, const char *want)
     return true;
 }
 
+/* One triple ",(start,nodes,depth)" of a mapping at *p (up to end), its nodes at most
+ * max_node and its depth at most size; advances *p. */
+static bool triple (const char **p, const char *end, int size, int max_node, long *start,
+                    long *nodes, long *depth)
+{
+    return literal (p, end, ",(") && number (p, end, max_node, start) && literal (p, end, ",")
+           && number (p, end, max_node + 1L, nodes) && literal (p, end, ",")
+           && number (p, end, size, depth) && literal (p, end, ")")
+           && *start + *nodes <= max_node + 1L;
+}
+
+/* One pass of the vector's triples from first to its ")" and the end of the text, placing
+ * ranks from *placed up to size; false when it is not that or places nothing. */
+static bool mapping_pass (const char *first, const char *end, int size, int max_node, int *node_of,
+                          int *placed)
+{
+    const char *p;
+    long start, nodes, depth;
+    bool any = false;
+
+    for (p = first; !literal (&p, end, ")");) {
+        if (!triple (&p, end, size, max_node, &start, &nodes, &depth))
+            return false;
+        for (long nd = start; nd < start + nodes && *placed < size; nd++) {
+            for (long d = 0; d < depth && *placed < size; d++)
+                node_of[(*placed)++] = (int) nd;
+        }
+        any = any || (nodes > 0 && depth > 0);
+    }
+    return p == end && any;
+}
+
 int shim_pmi2_mapping (const char *text, size_t len, int size, int max_node, int *node_of)
 {
-    const char *end = text + len, *p, *first;
-    long start, nodes, depth;
+    const char *end = text + len, *p = text;
     int placed = 0;
 
-    p = text;
     if (size <= 0 || !literal (&p, end, "(vector"))
         return -1;
-    first = p;
     while (placed < size) {
-        bool any = false;
-        for (p = first; !literal (&p, end, ")");) {
-            if (!literal (&p, end, ",(") || !number (&p, end, max_node, &start)
-                || !literal (&p, end, ",") || !number (&p, end, max_node + 1L, &nodes)
-                || !literal (&p, end, ",") || !number (&p, end, size, &depth)
-                || !literal (&p, end, ")") || start + nodes > max_node + 1L)
-                return -1;
-            for (long nd = start; nd < start + nodes && placed < size; nd++) {
-                for (long d = 0; d < depth && placed < size; d++)
-                    node_of[placed++] = (int) nd;
-            }
-            any = any || (nodes > 0 && depth > 0);
-        }
-        if (p != end || !any)
+        if (!mapping_pass (p, end, size, max_node, node_of, &placed))
             return -1;
     }
     return 0;
