@@ -217,28 +217,36 @@ int shim_value_int (const pmix_value_t *v, int *out)
 #undef SIGNED_CASE
 #undef UNSIGNED_CASE
 
+/* The first character at or after p (up to end) that is neither a blank nor a tab. */
+static const char *skip_blanks (const char *p, const char *end)
+{
+    while (p < end && (*p == ' ' || *p == '\t'))
+        p++;
+    return p;
+}
+
+/* Where the value at v ends: at a blank, a comment or a carriage return, or at end. */
+static const char *value_end (const char *v, const char *end)
+{
+    while (v < end && *v != ' ' && *v != '\t' && *v != '#' && *v != '\r')
+        v++;
+    return v;
+}
+
 /* One line of a Slurm configuration file: is it "key = value", and where is the value? */
 static bool conf_line (const char *line, const char *end, const char *key, const char **value,
                        size_t *value_len)
 {
     size_t key_len = strlen (key);
-    const char *p = line, *v;
+    const char *p = skip_blanks (line, end), *v;
 
-    while (p < end && (*p == ' ' || *p == '\t'))
-        p++;
     if ((size_t) (end - p) <= key_len || strncasecmp (p, key, key_len) != 0)
         return false;
-    p += key_len;
-    while (p < end && (*p == ' ' || *p == '\t'))
-        p++;
+    p = skip_blanks (p + key_len, end);
     if (p == end || *p != '=')
         return false;
-    p++;
-    while (p < end && (*p == ' ' || *p == '\t'))
-        p++;
-    v = p;
-    while (p < end && *p != ' ' && *p != '\t' && *p != '#' && *p != '\r')
-        p++;
+    v = skip_blanks (p + 1, end);
+    p = value_end (v, end);
     if (p - v >= 2 && (*v == '"' || *v == '\'') && p[-1] == *v) {
         v++;
         p--;
