@@ -1,15 +1,15 @@
 /* fuzz_doctor.c - dist-train-doctor's wire: what anyone who connects to
  * rank 0's port can send (the handshake's lines, a record), and what a
- * rank reads back (rank 0's proof, the verdict); tools/doctor_auth.c and
- * tools/doctor_wire.c.  Input: byte 0 picks the side, the rest is the
+ * rank reads back (rank 0's proof, the verdict); tools/doctor/auth.c and
+ * tools/doctor/wire.c.  Input: byte 0 picks the side, the rest is the
  * bytes on the connection.  The key and the nonces are fixed (the seeds
  * hold lines signed with them); a line that passes a check must be the
  * very line the key's holder writes. */
 #include <ctype.h>
 
 #include "tests/fuzz/fuzz.h"
-#include "tools/doctor.h"
-#include "tools/doctor_auth.h"
+#include "tools/doctor/doctor.h"
+#include "tools/doctor/auth.h"
 
 static const char KEY[] = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
 static const char PN[] = "0123456789abcdef0123456789abcdef";
@@ -73,7 +73,7 @@ static void check_canonical (const char *line, size_t len, const char *ours, int
     FUZZ_CHECK (n > 0 && (size_t) n == len && memcmp (line, ours, len - 1) == 0);
 }
 
-/* Rank 0's side: hello, header, record, as doctor_serve.c reads them. */
+/* Rank 0's side: hello, header, record, as tools/doctor/serve.c reads them. */
 static void as_rank0 (const struct doctor_key *key, const uint8_t *data, size_t size)
 {
     const uint8_t *p = data, *end = data + size, *line;

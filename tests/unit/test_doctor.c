@@ -10,8 +10,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "tools/doctor.h"
-#include "tools/doctor_auth.h"
+#include "tools/doctor/doctor.h"
+#include "tools/doctor/auth.h"
 
 static void test_hostlist (void **state)
 {

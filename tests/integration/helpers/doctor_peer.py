@@ -16,8 +16,8 @@
     doctor_peer.py cpu FILE CMD...          run CMD; its CPU seconds (user + system)
                                             into FILE; CMD's exit status
 
-The handshake is written here from doctor_auth.h's description, apart from the C
-code: a rank that speaks it from this file checks both.
+The handshake is written here from tools/doctor/auth.h's description, apart from
+the C code: a rank that speaks it from this file checks both.
 """
 import hashlib
 import hmac

@@ -1,4 +1,4 @@
-/* doctor_net.c - sockets for dist-train-doctor: plain TCP, bounded waits. */
+/* net.c - sockets for dist-train-doctor: plain TCP, bounded waits. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "doctor_net.h"
+#include "net.h"
 
 long doctor_now_ms (void)
 {

@@ -1,4 +1,4 @@
-/* doctor_auth.h - the doctor's handshake: every message proves that its
+/* auth.h - the doctor's handshake: every message proves that its
  * sender knows the step's key, which only the step's tasks can read.
  *
  * srun draws 32 random bytes per step; the plugin hands them to every task

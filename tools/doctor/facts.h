@@ -1,4 +1,4 @@
-/* doctor_facts.h - this task's own facts, from its environment and kernel. */
+/* facts.h - this task's own facts, from its environment and kernel. */
 #ifndef DOCTOR_FACTS_H
 #define DOCTOR_FACTS_H
 

@@ -1,10 +1,10 @@
-/* doctor_node.c - the checks among the ranks of one node (local ranks,
+/* node.c - the checks among the ranks of one node (local ranks,
  * GPUs, CPU sets) and the node's line in the report. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "doctor_text.h"
+#include "text.h"
 #include "libdist/ranges.h"
 
 /* A CPU list as a bitmap of 64-bit words, sized by the node's highest CPU

@@ -1,5 +1,5 @@
-/* doctor_text.h - what the checks share: bounded lists, problem lines, and
- * the checks of one node (doctor_node.c). */
+/* text.h - what the checks share: bounded lists, problem lines, and
+ * the checks of one node (node.c). */
 #ifndef DOCTOR_TEXT_H
 #define DOCTOR_TEXT_H
 

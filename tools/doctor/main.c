@@ -1,4 +1,4 @@
-/* doctor_main.c - dist-train-doctor: run in place of the training program, it
+/* main.c - dist-train-doctor: run in place of the training program, it
  * checks that every rank of the step can reach rank 0 the way PyTorch will
  * (MASTER_ADDR:MASTER_PORT, from NCCL_SOCKET_IFNAME's interface) and that
  * the ranks' environments agree; rank 0 prints one report.
@@ -18,10 +18,10 @@
 #include <unistd.h>
 
 #include "doctor.h"
-#include "doctor_auth.h"
-#include "doctor_facts.h"
-#include "doctor_net.h"
-#include "doctor_serve.h"
+#include "auth.h"
+#include "facts.h"
+#include "net.h"
+#include "serve.h"
 #include "libdist/netif.h"
 
 #define P DOCTOR_PROGRAM ": "
@@ -264,7 +264,7 @@ static int run_peer (struct doctor_rank *self, const struct doctor_key *key,
      * before we connected */
     got =
         read_line (fd, line, sizeof (line), doctor_now_ms () + (long) (o->timeout_s * 1000) + 5000);
-    /* (we hang up first: see answer_all in doctor_serve.c) */
+    /* (we hang up first: see answer_all in serve.c) */
     close (fd);
     if (got > 0 && doctor_verdict_check (key, pn, sn, line, got, &ok) == 0)
         return ok ? 0 : 1;

@@ -1,4 +1,4 @@
-/* doctor_net.h - the doctor's plain TCP: rank 0's listener, the others'
+/* net.h - the doctor's plain TCP: rank 0's listener, the others'
  * connection from the interface the contract names, and what went wrong. */
 #ifndef DOCTOR_NET_H
 #define DOCTOR_NET_H

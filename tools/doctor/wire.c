@@ -1,4 +1,4 @@
-/* doctor_wire.c - one rank's facts as a bounded text message, and back.
+/* wire.c - one rank's facts as a bounded text message, and back.
  *
  * The message comes from the network: every value is cut to its field and
  * made printable, numbers are parsed strictly, unknown keys are skipped.

@@ -1,5 +1,5 @@
-/* doctor_auth.c - the doctor's handshake lines and their MACs (see
- * doctor_auth.h); HMAC-SHA256 and the constant-time compare are OpenSSL's. */
+/* auth.c - the doctor's handshake lines and their MACs (see
+ * auth.h); HMAC-SHA256 and the constant-time compare are OpenSSL's. */
 #include <stdio.h>
 #include <string.h>
 
@@ -8,7 +8,7 @@
 #include <openssl/hmac.h>
 
 #include "doctor.h"
-#include "doctor_auth.h"
+#include "auth.h"
 
 #define MAGIC DOCTOR_PROGRAM " 2 "
 #define MAC_LABEL DOCTOR_PROGRAM " "

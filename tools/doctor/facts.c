@@ -1,4 +1,4 @@
-/* doctor_facts.c - what this task is, as its environment and the kernel say:
+/* facts.c - what this task is, as its environment and the kernel say:
  * the contract's variables, its node, its binding and its real affinity. */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "doctor.h"
-#include "doctor_facts.h"
+#include "facts.h"
 
 /* A variable, bounded and printable; "" when unset. */
 static void env_text (const char *name, char *out, size_t size)

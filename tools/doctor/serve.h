@@ -1,11 +1,11 @@
-/* doctor_serve.h - rank 0's part of dist-train-doctor. */
+/* serve.h - rank 0's part of dist-train-doctor. */
 #ifndef DOCTOR_SERVE_H
 #define DOCTOR_SERVE_H
 
 #include <stdbool.h>
 
 #include "doctor.h"
-#include "doctor_auth.h"
+#include "auth.h"
 
 /* Gather the other ranks' facts, each signed with key, on the listening
  * socket lfd until all came or deadline_ms, print the report on stdout

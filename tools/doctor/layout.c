@@ -1,4 +1,4 @@
-/* doctor_layout.c - where each rank should run, from the step's environment,
+/* layout.c - where each rank should run, from the step's environment,
  * so that rank 0 can name the node of a rank that never checked in. */
 #include <stdlib.h>
 #include <string.h>

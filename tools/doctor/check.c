@@ -1,11 +1,11 @@
-/* doctor_check.c - rank 0's checks over every rank's facts: ranks 0..N-1 each once
+/* check.c - rank 0's checks over every rank's facts: ranks 0..N-1 each once
  * and where the layout puts them, one WORLD_SIZE, one MASTER_ADDR and
- * MASTER_PORT; each node's own checks are in doctor_node.c. */
+ * MASTER_PORT; each node's own checks are in node.c. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "doctor.h"
-#include "doctor_text.h"
+#include "text.h"
 
 /* "node2 task 2" for a record: where it ran and who it really was. */
 static void who (const struct doctor_rank *r, char *out, size_t size)

@@ -1,10 +1,10 @@
-/* doctor_text.c - the bounded lists and problem lines the checks write:
+/* text.c - the bounded lists and problem lines the checks write:
  * whatever a rank sent, a line stays a line. */
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "doctor_text.h"
+#include "text.h"
 
 void doctor_problem (struct doctor_result *res, const char *fmt, ...)
 {

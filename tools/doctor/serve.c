@@ -1,4 +1,4 @@
-/* doctor_serve.c - rank 0: take each rank's signed record until every task
+/* serve.c - rank 0: take each rank's signed record until every task
  * checked in or the deadline passed, check them, report, and answer each
  * rank with a signed verdict.
  *
@@ -16,10 +16,10 @@
 #include <unistd.h>
 
 #include "doctor.h"
-#include "doctor_auth.h"
-#include "doctor_net.h"
-#include "doctor_serve.h"
-#include "doctor_text.h"
+#include "auth.h"
+#include "net.h"
+#include "serve.h"
+#include "text.h"
 
 #define PENDING_MAX 4096 /* connections in their handshake at once */
 #define EXTRA_RECORDS 64 /* signed records beyond WORLD_SIZE - 1 kept for the report */

@@ -1,9 +1,9 @@
-/* doctor_report.c - the report rank 0 prints: one line per node, one per
+/* report.c - the report rank 0 prints: one line per node, one per
  * problem, a verdict; or the same as JSON (--json). */
 #include <string.h>
 
 #include "doctor.h"
-#include "doctor_auth.h"
+#include "auth.h"
 
 #define P DOCTOR_PROGRAM ": "
 
