@@ -195,78 +195,100 @@ static enum exchange exchange (int fd, struct doctor_rank *self, const struct do
                : SENT;
 }
 
-/* The part every rank but 0 plays: connect, prove, send, wait for the
- * verdict. */
-static int run_peer (struct doctor_rank *self, const struct doctor_key *key,
-                     const struct options *o, long start_ms)
-{
-    struct sockaddr_storage dst, src, local;
-    const struct sockaddr_storage *from;
-    socklen_t dstlen, llen = sizeof (local);
-    long deadline = start_ms + (long) (o->timeout_s * 1000);
-    char line[DOCTOR_AUTH_LINE_MAX], reason[DOCTOR_LINE_MAX], src_text[DOCTOR_NAME_MAX];
-    char pn[DOCTOR_NONCE_HEX + 1], sn[DOCTOR_NONCE_HEX + 1];
-    enum exchange how = NO_PROOF;
-    size_t got;
-    bool ok;
-    int fd = -1, err = 0;
+/* A rank's way to rank 0 and what it shares with rank 0 on it, from the
+ * first connection to the verdict. */
+struct peer {
+    struct doctor_rank *self;
+    const struct doctor_key *key;
+    const struct options *o;
+    long start_ms, deadline;
+    struct sockaddr_storage dst, src;
+    socklen_t dstlen;
+    const struct sockaddr_storage *from; /* &src, or NULL for the kernel's choice */
+    char src_text[DOCTOR_NAME_MAX];
+    char pn[DOCTOR_NONCE_HEX + 1], sn[DOCTOR_NONCE_HEX + 1]; /* the nonces, for the verdict */
+    int fd;
+};
 
-    if (doctor_sockaddr (self->master_addr, self->master_port, &dst, &dstlen) < 0) {
-        fprintf (stderr,
-                 P "rank %ld on %s: MASTER_ADDR=%s MASTER_PORT=%s is not an address "
-                   "and port; run under srun --dist-train or set both\n",
-                 self->rank, self->node, self->master_addr, self->master_port);
-        return EXIT_SETUP;
-    }
-    if (source_address (self, &dst, &src, src_text, sizeof (src_text), &from) < 0)
-        return fail_late (start_ms, o);
+/* Where this end of the connection is, for the report: its address, and
+ * its interface when NCCL_SOCKET_IFNAME did not name one. */
+static void note_source (struct doctor_rank *self, int fd)
+{
+    struct sockaddr_storage local;
+    socklen_t llen = sizeof (local);
+
+    if (getsockname (fd, (struct sockaddr *) &local, &llen) != 0)
+        return;
+    doctor_addr_text (&local, self->source, sizeof (self->source));
+    if (self->ifname[0] == '\0')
+        (void) dist_interface_of ((const struct sockaddr *) &local, self->ifname,
+                                  sizeof (self->ifname));
+}
+
+/* Connect to rank 0 and send our signed record; *how says how far that
+ * got, p->fd is the last connection.  -1, said on stderr, when rank 0
+ * cannot be reached before the deadline. */
+static int peer_send (struct peer *p, enum exchange *how)
+{
+    struct doctor_rank *self = p->self;
+    char reason[DOCTOR_LINE_MAX];
+    int err = 0;
+
     /* rank 0 closes a connection it has no room for, or that was slow to
      * prove itself: such a connection is tried again */
-    while (how == NO_PROOF && doctor_now_ms () < deadline) {
-        if (fd >= 0) {
-            close (fd);
+    while (*how == NO_PROOF && doctor_now_ms () < p->deadline) {
+        if (p->fd >= 0) {
+            close (p->fd);
             poll (NULL, 0, 50); /* (not a busy loop against a port that hangs up at once) */
         }
-        fd = doctor_connect (&dst, dstlen, from, deadline, &err);
-        if (fd < 0) {
+        p->fd = doctor_connect (&p->dst, p->dstlen, p->from, p->deadline, &err);
+        if (p->fd < 0) {
             fprintf (stderr,
                      P "rank %ld on %s: cannot reach rank 0 at %s:%s from %s (%s) within "
                        "%.0f s: %s\n",
                      self->rank, self->node, self->master_addr, self->master_port,
-                     self->ifname[0] ? self->ifname : "the interface the kernel picks", src_text,
-                     o->timeout_s, why (err, self->master_addr, reason, sizeof (reason)));
-            return fail_late (start_ms, o);
+                     self->ifname[0] ? self->ifname : "the interface the kernel picks", p->src_text,
+                     p->o->timeout_s, why (err, self->master_addr, reason, sizeof (reason)));
+            return -1;
         }
-        self->connect_ms = doctor_now_ms () - start_ms;
-        if (getsockname (fd, (struct sockaddr *) &local, &llen) == 0) {
-            doctor_addr_text (&local, self->source, sizeof (self->source));
-            if (self->ifname[0] == '\0')
-                (void) dist_interface_of ((const struct sockaddr *) &local, self->ifname,
-                                          sizeof (self->ifname));
-        }
-        how = exchange (fd, self, key, pn, sn, deadline);
+        self->connect_ms = doctor_now_ms () - p->start_ms;
+        note_source (self, p->fd);
+        *how = exchange (p->fd, self, p->key, p->pn, p->sn, p->deadline);
     }
-    if (how != SENT) {
-        close (fd);
-        if (how == BAD_PROOF || how == NO_PROOF)
-            fprintf (stderr,
-                     P "rank %ld on %s: what answers at %s:%s %s this step's key "
-                       "(" DOCTOR_KEY_VAR "): something else listens on MASTER_PORT, or rank "
-                       "0 has another step's key; nothing was sent to it\n",
-                     self->rank, self->node, self->master_addr, self->master_port,
-                     how == BAD_PROOF ? "did not prove it knows" : "never proved it knows");
-        else
-            fprintf (stderr, P "rank %ld on %s: cannot send to rank 0 at %s:%s\n", self->rank,
-                     self->node, self->master_addr, self->master_port);
-        return 1;
-    }
+    return 0;
+}
+
+/* Why our record did not reach rank 0, when the exchange stopped short. */
+static void say_not_sent (const struct doctor_rank *self, enum exchange how)
+{
+    if (how == BAD_PROOF || how == NO_PROOF)
+        fprintf (stderr,
+                 P "rank %ld on %s: what answers at %s:%s %s this step's key "
+                   "(" DOCTOR_KEY_VAR "): something else listens on MASTER_PORT, or rank "
+                   "0 has another step's key; nothing was sent to it\n",
+                 self->rank, self->node, self->master_addr, self->master_port,
+                 how == BAD_PROOF ? "did not prove it knows" : "never proved it knows");
+    else
+        fprintf (stderr, P "rank %ld on %s: cannot send to rank 0 at %s:%s\n", self->rank,
+                 self->node, self->master_addr, self->master_port);
+}
+
+/* Rank 0's signed verdict on the connection our record went out on: 0 when
+ * the step is healthy, 1 when it is not or no verdict came. */
+static int peer_verdict (struct peer *p)
+{
+    const struct doctor_rank *self = p->self;
+    char line[DOCTOR_AUTH_LINE_MAX];
+    size_t got;
+    bool ok;
+
     /* rank 0 answers at most its timeout after it started, which was
      * before we connected */
-    got =
-        read_line (fd, line, sizeof (line), doctor_now_ms () + (long) (o->timeout_s * 1000) + 5000);
+    got = read_line (p->fd, line, sizeof (line),
+                     doctor_now_ms () + (long) (p->o->timeout_s * 1000) + 5000);
     /* (we hang up first: see answer_all in serve.c) */
-    close (fd);
-    if (got > 0 && doctor_verdict_check (key, pn, sn, line, got, &ok) == 0)
+    close (p->fd);
+    if (got > 0 && doctor_verdict_check (p->key, p->pn, p->sn, line, got, &ok) == 0)
         return ok ? 0 : 1;
     if (got > 0)
         fprintf (stderr,
@@ -279,6 +301,37 @@ static int run_peer (struct doctor_rank *self, const struct doctor_key *key,
                    "(rank 0 failed; its report says why)\n",
                  self->rank, self->node, self->master_addr, self->master_port);
     return 1;
+}
+
+/* The part every rank but 0 plays: connect, prove, send, wait for the
+ * verdict. */
+static int run_peer (struct doctor_rank *self, const struct doctor_key *key,
+                     const struct options *o, long start_ms)
+{
+    struct peer p = {.self = self,
+                     .key = key,
+                     .o = o,
+                     .start_ms = start_ms,
+                     .deadline = start_ms + (long) (o->timeout_s * 1000),
+                     .fd = -1};
+    enum exchange how = NO_PROOF;
+
+    if (doctor_sockaddr (self->master_addr, self->master_port, &p.dst, &p.dstlen) < 0) {
+        fprintf (stderr,
+                 P "rank %ld on %s: MASTER_ADDR=%s MASTER_PORT=%s is not an address "
+                   "and port; run under srun --dist-train or set both\n",
+                 self->rank, self->node, self->master_addr, self->master_port);
+        return EXIT_SETUP;
+    }
+    if (source_address (self, &p.dst, &p.src, p.src_text, sizeof (p.src_text), &p.from) < 0
+        || peer_send (&p, &how) < 0)
+        return fail_late (start_ms, o);
+    if (how != SENT) {
+        close (p.fd);
+        say_not_sent (self, how);
+        return 1;
+    }
+    return peer_verdict (&p);
 }
 
 /* Rank 0's part: listen where the others will connect, then serve. */
