@@ -130,18 +130,14 @@ static size_t missing_on (const struct placed *pl, size_t nd, const size_t *coun
     return nv;
 }
 
-/* Ranks 0..N-1 exactly once; a rank that never came is named with the node
- * the layout puts it on. */
-static void check_ranks (struct doctor_result *res, const struct doctor_rank *recs, size_t n,
-                         const struct doctor_layout *layout, const struct placed *pl, size_t world,
-                         size_t *count)
+/* How many records claim each rank 0..world-1, into count; a RANK outside
+ * that is a problem of its own. */
+static void count_ranks (struct doctor_result *res, const struct doctor_rank *recs, size_t n,
+                         size_t world, size_t *count)
 {
-    size_t i, j, node, nv;
-    const char *hint;
-    char where[DOCTOR_LINE_MAX], one[DOCTOR_NAME_MAX * 2];
-    long *v;
+    char one[DOCTOR_NAME_MAX * 2];
 
-    for (i = 0; i < n; i++) {
+    for (size_t i = 0; i < n; i++) {
         if (recs[i].rank >= 0 && (size_t) recs[i].rank < world)
             count[recs[i].rank]++;
         else {
@@ -151,7 +147,15 @@ static void check_ranks (struct doctor_result *res, const struct doctor_rank *re
                             world - 1);
         }
     }
-    for (i = 0; i < world; i++) {
+}
+
+/* A rank that checked in more than once, with the tasks that claim it. */
+static void check_twice (struct doctor_result *res, const struct doctor_rank *recs, size_t n,
+                         size_t world, const size_t *count)
+{
+    char where[DOCTOR_LINE_MAX], one[DOCTOR_NAME_MAX * 2];
+
+    for (size_t i = 0; i < world; i++) {
         if (count[i] <= 1)
             continue;
         /* (past the lines the report keeps, only counted: naming the
@@ -161,7 +165,7 @@ static void check_ranks (struct doctor_result *res, const struct doctor_rank *re
             continue;
         }
         where[0] = '\0';
-        for (j = 0; j < n; j++)
+        for (size_t j = 0; j < n; j++)
             if (recs[j].rank == (long) i) {
                 who (&recs[j], one, sizeof (one));
                 doctor_list_join (where, sizeof (where), ", ", one);
@@ -169,27 +173,45 @@ static void check_ranks (struct doctor_result *res, const struct doctor_rank *re
         doctor_problem (res, "rank %zu checked in %zu times: from %s; a script that sets RANK?", i,
                         count[i], where);
     }
-    /* a rank that came once, from another node than Slurm's layout says */
-    for (i = 0; layout->nranks == world && i < n; i++)
+}
+
+/* A rank that came once, from another node than Slurm's layout says. */
+static void check_placed (struct doctor_result *res, const struct doctor_rank *recs, size_t n,
+                          const struct doctor_layout *layout, size_t world, const size_t *count)
+{
+    char one[DOCTOR_NAME_MAX * 2];
+
+    for (size_t i = 0; layout->nranks == world && i < n; i++)
         if (recs[i].rank >= 0 && (size_t) recs[i].rank < world && count[recs[i].rank] == 1
             && strcmp (recs[i].node, layout->node[layout->node_of_rank[recs[i].rank]]) != 0) {
             who (&recs[i], one, sizeof (one));
             doctor_problem (res, "rank %ld checked in from %s, but Slurm's layout puts it on %s",
                             recs[i].rank, one, layout->node[layout->node_of_rank[recs[i].rank]]);
         }
-    /* missing ranks, grouped by the node that should run them; when as many
-     * tasks came as there are ranks, one of them claims another's rank */
-    hint = n >= world ? "every task checked in: one claims another's RANK"
-                      : "a rank that cannot reach rank 0 says why on its stderr";
+}
+
+/* Ranks that never checked in, grouped by the node that should run them
+ * when the layout is known; when as many tasks came as there are ranks,
+ * one of them claims another's rank. */
+static void check_missing (struct doctor_result *res, size_t n, const struct doctor_layout *layout,
+                           const struct placed *pl, size_t world, const size_t *count)
+{
+    const char *hint = n >= world ? "every task checked in: one claims another's RANK"
+                                  : "a rank that cannot reach rank 0 says why on its stderr";
+    char where[DOCTOR_LINE_MAX];
+    size_t nv;
+    long *v;
+
     if ((v = malloc ((world + 1) * sizeof (*v))) == NULL)
         return;
     if (layout->nranks == world) {
-        for (node = 0; node < layout->nnodes; node++)
+        for (size_t node = 0; node < layout->nnodes; node++)
             if ((nv = missing_on (pl, node, count, v, where, sizeof (where))) > 0)
                 doctor_problem (res, "%s: rank%s %s never checked in (%s)", layout->node[node],
                                 nv > 1 ? "s" : "", where, hint);
     } else {
-        for (nv = 0, i = 0; i < world; i++)
+        nv = 0;
+        for (size_t i = 0; i < world; i++)
             if (count[i] == 0)
                 v[nv++] = (long) i;
         if (nv > 0) {
@@ -201,6 +223,18 @@ static void check_ranks (struct doctor_result *res, const struct doctor_rank *re
         }
     }
     free (v);
+}
+
+/* Ranks 0..N-1 exactly once; a rank that never came is named with the node
+ * the layout puts it on. */
+static void check_ranks (struct doctor_result *res, const struct doctor_rank *recs, size_t n,
+                         const struct doctor_layout *layout, const struct placed *pl, size_t world,
+                         size_t *count)
+{
+    count_ranks (res, recs, n, world, count);
+    check_twice (res, recs, n, world, count);
+    check_placed (res, recs, n, layout, world, count);
+    check_missing (res, n, layout, pl, world, count);
 }
 
 /* A record's node, for sorting the records into one group per node. */
