@@ -261,6 +261,143 @@ static int compare_places (const void *a, const void *b, void *arg)
     return x < y ? -1 : x > y;
 }
 
+/* The state the phases of assign_cpus share: which group each rank takes its
+ * CPUs from, the groups so far, and the step's CPUs they hold. */
+struct placement {
+    const struct dist_topo *t;
+    hwloc_const_cpuset_t allowed;
+    const struct locality *where;
+    struct dist_bind_plan *plan;
+    int T;
+    int *group_of; /* a rank's group, -1 while it has none */
+    int *scratch; /* ranks: narrow places first, then one group's */
+    struct cpu_group *group;
+    int ngroups;
+    hwloc_bitmap_t used; /* the CPUs the groups hold */
+    hwloc_bitmap_t pool;
+};
+
+static int placement_init (struct placement *pl, const struct dist_topo *t,
+                           hwloc_const_cpuset_t allowed, const struct locality *where,
+                           struct dist_bind_plan *plan)
+{
+    pl->t = t;
+    pl->allowed = allowed;
+    pl->where = where;
+    pl->plan = plan;
+    pl->T = plan->ntasks;
+    pl->group_of = calloc ((size_t) pl->T, sizeof (int));
+    pl->scratch = calloc ((size_t) pl->T, sizeof (int));
+    pl->group = calloc ((size_t) pl->T + 1, sizeof (*pl->group));
+    pl->ngroups = 0;
+    pl->used = hwloc_bitmap_alloc ();
+    pl->pool = hwloc_bitmap_alloc ();
+    if (pl->group_of == NULL || pl->scratch == NULL || pl->group == NULL || pl->used == NULL
+        || pl->pool == NULL)
+        return -1;
+    return 0;
+}
+
+static void placement_free (struct placement *pl)
+{
+    int i;
+
+    if (pl->group != NULL)
+        for (i = 0; i < pl->ngroups; i++)
+            hwloc_bitmap_free (pl->group[i].pool);
+    free (pl->group);
+    free (pl->group_of);
+    free (pl->scratch);
+    hwloc_bitmap_free (pl->used);
+    hwloc_bitmap_free (pl->pool);
+}
+
+/* A rank's place at a level: 0 its NUMA locality, 1 its package. */
+static hwloc_obj_t place_at (const struct locality *where, int level)
+{
+    return level == 0 ? where->loc : where->pkg;
+}
+
+/* The ranks without a group whose place at level is obj: a group of obj's
+ * CPUs that no group holds yet, for all of them or for none. */
+static void place_together (struct placement *pl, int level, hwloc_obj_t obj)
+{
+    int r, n = 0, g;
+
+    for (r = 0; r < pl->T; r++)
+        if (pl->group_of[r] < 0 && place_at (&pl->where[r], level) == obj)
+            n++;
+    hwloc_bitmap_and (pl->pool, pl->allowed, obj->cpuset);
+    hwloc_bitmap_andnot (pl->pool, pl->pool, pl->used);
+    if (hwloc_bitmap_weight (pl->pool) < n
+        || (g = new_group (pl->group, &pl->ngroups, pl->pool)) < 0)
+        return;
+    for (r = 0; r < pl->T; r++)
+        if (pl->group_of[r] < 0 && place_at (&pl->where[r], level) == obj) {
+            pl->group_of[r] = g;
+            pl->group[g].n++;
+        }
+    hwloc_bitmap_or (pl->used, pl->used, pl->pool);
+}
+
+/* 1. the NUMA locality, 2. the package: in the order ranks name them, all
+ * the ranks of one place or none of them.  Narrow places first: a rank
+ * whose GPUs span NUMA nodes must not take a whole package before the
+ * ranks of one NUMA node there are placed. */
+static void place_near (struct placement *pl)
+{
+    int r, k, level;
+
+    for (r = 0; r < pl->T; r++) {
+        pl->group_of[r] = -1;
+        pl->scratch[r] = r;
+    }
+    qsort_r (pl->scratch, (size_t) pl->T, sizeof (int), compare_places, (void *) pl->where);
+    for (level = 0; level < 2; level++)
+        for (k = 0; k < pl->T; k++) {
+            int s = pl->scratch[k];
+            if (pl->group_of[s] < 0)
+                place_together (pl, level, place_at (&pl->where[s], level));
+        }
+}
+
+/* 3. the rest take what the step has left, and what the others spare */
+static int place_homeless (struct placement *pl)
+{
+    int r, homeless = 0;
+
+    for (r = 0; r < pl->T; r++)
+        if (pl->group_of[r] < 0)
+            homeless++;
+    hwloc_bitmap_andnot (pl->pool, pl->allowed, pl->used);
+    if (homeless == 0)
+        return 0;
+    if (!hwloc_bitmap_iszero (pl->pool) && new_group (pl->group, &pl->ngroups, pl->pool) < 0)
+        return -1;
+    for (r = 0; r < pl->T; r++) {
+        if (pl->group_of[r] >= 0)
+            continue;
+        pl->group_of[r] = group_with_room (pl->group, pl->ngroups, &pl->where[r]);
+        pl->group[pl->group_of[r]].n++;
+    }
+    return 0;
+}
+
+/* Each group's pool divided among its ranks. */
+static void divide_groups (struct placement *pl)
+{
+    int i, r, n;
+
+    for (i = 0; i < pl->ngroups; i++) {
+        n = 0;
+        for (r = 0; r < pl->T; r++)
+            if (pl->group_of[r] == i)
+                pl->scratch[n++] = r;
+        if (n > 0)
+            split_pool (pl->t, pl->group[i].pool, pl->scratch, n, pl->plan);
+    }
+}
+
 /* Decide which pool each rank takes its CPUs from, then divide each pool
  * among its ranks.  A pool is given whole to the ranks placed in it, so
  * ranks that find no room near their GPU are fitted afterwards into what
@@ -269,91 +406,25 @@ static int compare_places (const void *a, const void *b, void *arg)
 static int assign_cpus (const struct dist_topo *t, hwloc_const_cpuset_t allowed,
                         const struct locality *where, struct dist_bind_plan *plan)
 {
-    int T = plan->ntasks, r, s, i, ngroups = 0, homeless = 0;
-    int *group_of = calloc ((size_t) T, sizeof (int));
-    int *scratch = calloc ((size_t) T, sizeof (int));
-    struct cpu_group *group = calloc ((size_t) T + 1, sizeof (*group));
-    hwloc_bitmap_t used = hwloc_bitmap_alloc (), pool = hwloc_bitmap_alloc ();
-    int rv = -1;
+    struct placement pl;
+    int r, rv = -1;
 
-    if (group_of == NULL || scratch == NULL || group == NULL || used == NULL || pool == NULL)
+    if (placement_init (&pl, t, allowed, where, plan) < 0)
         goto out;
-    if (hwloc_bitmap_weight (allowed) < T) {
+    if (hwloc_bitmap_weight (allowed) < plan->ntasks) {
         if (share_evenly (t, allowed, where, plan) < 0)
             goto out;
-        goto nodesets;
-    }
-    for (r = 0; r < T; r++)
-        group_of[r] = -1;
-
-    /* 1. the NUMA locality, 2. the package: in the order ranks name them,
-     * all the ranks of one place or none of them */
-    /* narrow places first: a rank whose GPUs span NUMA nodes must not take
-     * a whole package before the ranks of one NUMA node there are placed */
-    for (r = 0; r < T; r++)
-        scratch[r] = r;
-    qsort_r (scratch, (size_t) T, sizeof (int), compare_places, (void *) where);
-    for (int level = 0; level < 2; level++) {
-        for (int k = 0; k < T; k++) {
-            hwloc_obj_t obj;
-            s = scratch[k];
-            obj = level == 0 ? where[s].loc : where[s].pkg;
-            int n = 0, g;
-            if (group_of[s] >= 0)
-                continue;
-            for (r = 0; r < T; r++)
-                if (group_of[r] < 0 && (level == 0 ? where[r].loc : where[r].pkg) == obj)
-                    n++;
-            hwloc_bitmap_and (pool, allowed, obj->cpuset);
-            hwloc_bitmap_andnot (pool, pool, used);
-            if (hwloc_bitmap_weight (pool) < n || (g = new_group (group, &ngroups, pool)) < 0)
-                continue;
-            for (r = 0; r < T; r++)
-                if (group_of[r] < 0 && (level == 0 ? where[r].loc : where[r].pkg) == obj) {
-                    group_of[r] = g;
-                    group[g].n++;
-                }
-            hwloc_bitmap_or (used, used, pool);
-        }
-    }
-    for (r = 0; r < T; r++)
-        if (group_of[r] < 0)
-            homeless++;
-
-    /* 3. the rest take what the step has left, and what the others spare */
-    hwloc_bitmap_andnot (pool, allowed, used);
-    if (homeless > 0) {
-        if (!hwloc_bitmap_iszero (pool) && new_group (group, &ngroups, pool) < 0)
+    } else {
+        place_near (&pl);
+        if (place_homeless (&pl) < 0)
             goto out;
-        for (r = 0; r < T; r++) {
-            if (group_of[r] >= 0)
-                continue;
-            group_of[r] = group_with_room (group, ngroups, &where[r]);
-            group[group_of[r]].n++;
-        }
+        divide_groups (&pl);
     }
-
-    for (i = 0; i < ngroups; i++) {
-        int n = 0;
-        for (r = 0; r < T; r++)
-            if (group_of[r] == i)
-                scratch[n++] = r;
-        if (n > 0)
-            split_pool (t, group[i].pool, scratch, n, plan);
-    }
-nodesets:
-    for (r = 0; r < T; r++)
+    for (r = 0; r < plan->ntasks; r++)
         hwloc_cpuset_to_nodeset (t->topo, plan->rank[r].cpuset, plan->rank[r].nodeset);
     rv = 0;
 out:
-    if (group != NULL)
-        for (i = 0; i < ngroups; i++)
-            hwloc_bitmap_free (group[i].pool);
-    free (group);
-    free (group_of);
-    free (scratch);
-    hwloc_bitmap_free (used);
-    hwloc_bitmap_free (pool);
+    placement_free (&pl);
     return rv;
 }
 
