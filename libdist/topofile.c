@@ -108,7 +108,8 @@ static double now_ms (void)
     return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec / 1e6;
 }
 
-/* What the child sent so far, read without ever blocking past the deadline. */
+/* What the child sent so far, read without ever blocking past the deadline, and how the
+ * child ended. */
 struct answer {
     int fd;
     double deadline;
@@ -116,6 +117,9 @@ struct answer {
     size_t size, got;
     bool late; /* the deadline passed */
     const char *why; /* another failure */
+    bool stopped; /* the caller's copy is current: the child was told to go */
+    bool reaped; /* and status is how it ended */
+    int status;
 };
 
 /* Wait for and read the next bytes: 1 when some came, 0 at end of file, -1 when the
@@ -195,95 +199,133 @@ static int take_identity (struct answer *a, struct dist_topo_file_id *id)
     return 0;
 }
 
+static void cannot_start (const char *label, const char *path, char *err, size_t errsz)
+{
+    snprintf (err, errsz, "%s=%s: cannot start hwloc's reading of it: %s", label, path,
+              strerror (errno));
+}
+
+/* Fork the child that reads path, a->fd the caller's end of their socket pair; the
+ * child's pid, or -1 with err set. */
+static pid_t start_child (struct answer *a, const char *label, const char *path, unsigned flags,
+                          bool ask, char *err, size_t errsz)
+{
+    int sv[2];
+    pid_t pid;
+
+    if ((a->buf = malloc (a->size = 1 << 16)) == NULL) {
+        snprintf (err, errsz, "%s=%s: out of memory", label, path);
+        return -1;
+    }
+    if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
+        cannot_start (label, path, err, errsz);
+        free (a->buf);
+        return -1;
+    }
+    a->buf[0] = '\0';
+    a->deadline = now_ms () + dist_topo_file_timeout_ms;
+    pid = fork ();
+    if (pid < 0) {
+        cannot_start (label, path, err, errsz);
+        close (sv[0]);
+        close (sv[1]);
+        free (a->buf);
+        return -1;
+    }
+    if (pid == 0) {
+        close (sv[0]);
+        child (sv[1], path, flags, ask);
+    }
+    close (sv[1]);
+    a->fd = sv[0];
+    (void) fcntl (a->fd, F_SETFL, O_NONBLOCK);
+    return pid;
+}
+
+/* The file's identity, from the child, shown to want: the child goes on to load the file
+ * when want says so, and is stopped when the caller's copy is current. */
+static void ask_caller (struct answer *a, dist_topo_want_fn want, void *arg)
+{
+    struct dist_topo_file_id id;
+    int got;
+
+    while ((got = more (a)) > 0 && memchr (a->buf, '\n', a->got) == NULL)
+        ;
+    if (got < 0 || take_identity (a, &id) < 0)
+        return;
+    if (!want (&id, arg)) {
+        /* the caller's copy is current: the child reads end of file and goes */
+        shutdown (a->fd, SHUT_WR);
+        a->stopped = true;
+    } else if (send (a->fd, "L", 1, MSG_NOSIGNAL) != 1) {
+        a->why = "cannot start hwloc's reading of it";
+    }
+}
+
+/* The rest of the answer, then the child reaped: killed first when it was late or the
+ * answer could not be read. */
+static void finish_child (struct answer *a, pid_t pid)
+{
+    if (!a->stopped && a->why == NULL && !a->late)
+        while (more (a) > 0)
+            ;
+    close (a->fd);
+    if (a->late || a->why != NULL)
+        kill (pid, SIGKILL);
+    /* (and a child that does not end by itself, after its answer) */
+    if (!(a->reaped = reap (pid, &a->status) == 0)) {
+        kill (pid, SIGKILL);
+        a->reaped = reap (pid, &a->status) == 0;
+    }
+}
+
+/* What the answer and the child's end make of the reading: dist_topo_read_file's result,
+ * the answer's buffer handed over in *xml or freed. */
+static int verdict (struct answer *a, const char *label, const char *path, char **xml, size_t *len,
+                    char *err, size_t errsz)
+{
+    if (a->late) {
+        snprintf (err, errsz,
+                  "%s=%s: reading it took longer than %g s (a hung file system, or hwloc "
+                  "stuck): stopped",
+                  label, path, dist_topo_file_timeout_ms / 1000.0);
+    } else if (a->why != NULL) {
+        snprintf (err, errsz, "%s=%s: %s", label, path, a->why);
+    } else if (a->stopped) {
+        free (a->buf);
+        return 0;
+    } else if (a->reaped && WIFSIGNALED (a->status)) {
+        snprintf (err, errsz,
+                  "%s=%s: hwloc crashed reading it (signal %d, %s): the file is corrupt", label,
+                  path, WTERMSIG (a->status), strsignal (WTERMSIG (a->status)));
+    } else if (a->reaped && WIFEXITED (a->status) && WEXITSTATUS (a->status) == 0 && a->got > 1
+               && a->buf[0] == '0') {
+        /* the export without its status byte, NUL-terminated */
+        memmove (a->buf, a->buf + 1, a->got);
+        *len = a->got - 1;
+        *xml = a->buf;
+        return 1;
+    } else if (a->got > 1 && a->buf[0] == '1') {
+        snprintf (err, errsz, "%s=%s: %s", label, path, a->buf + 1);
+    } else {
+        snprintf (err, errsz, "%s=%s: hwloc's reading of it failed", label, path);
+    }
+    free (a->buf);
+    return -1;
+}
+
 int dist_topo_read_file (const char *label, const char *path, unsigned flags,
                          dist_topo_want_fn want, void *arg, char **xml, size_t *len, char *err,
                          size_t errsz)
 {
     struct answer a = {.fd = -1};
-    struct dist_topo_file_id id;
-    int sv[2], status = 0, got;
-    bool reaped, stopped = false;
     pid_t pid;
 
     *xml = NULL;
-    if ((a.buf = malloc (a.size = 1 << 16)) == NULL) {
-        snprintf (err, errsz, "%s=%s: out of memory", label, path);
+    if ((pid = start_child (&a, label, path, flags, want != NULL, err, errsz)) < 0)
         return -1;
-    }
-    if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0) {
-        snprintf (err, errsz, "%s=%s: cannot start hwloc's reading of it: %s", label, path,
-                  strerror (errno));
-        free (a.buf);
-        return -1;
-    }
-    a.buf[0] = '\0';
-    a.deadline = now_ms () + dist_topo_file_timeout_ms;
-    pid = fork ();
-    if (pid < 0) {
-        snprintf (err, errsz, "%s=%s: cannot start hwloc's reading of it: %s", label, path,
-                  strerror (errno));
-        close (sv[0]);
-        close (sv[1]);
-        free (a.buf);
-        return -1;
-    }
-    if (pid == 0) {
-        close (sv[0]);
-        child (sv[1], path, flags, want != NULL);
-    }
-    close (sv[1]);
-    a.fd = sv[0];
-    (void) fcntl (a.fd, F_SETFL, O_NONBLOCK);
-    if (want != NULL) {
-        while ((got = more (&a)) > 0 && memchr (a.buf, '\n', a.got) == NULL)
-            ;
-        if (got >= 0 && take_identity (&a, &id) == 0) {
-            if (!want (&id, arg)) {
-                /* the caller's copy is current: the child reads end of file and goes */
-                shutdown (a.fd, SHUT_WR);
-                stopped = true;
-            } else if (send (a.fd, "L", 1, MSG_NOSIGNAL) != 1) {
-                a.why = "cannot start hwloc's reading of it";
-            }
-        }
-    }
-    if (!stopped && a.why == NULL && !a.late)
-        while (more (&a) > 0)
-            ;
-    close (a.fd);
-    if (a.late || a.why != NULL)
-        kill (pid, SIGKILL);
-    /* (and a child that does not end by itself, after its answer) */
-    if (!(reaped = reap (pid, &status) == 0)) {
-        kill (pid, SIGKILL);
-        reaped = reap (pid, &status) == 0;
-    }
-    if (a.late) {
-        snprintf (err, errsz,
-                  "%s=%s: reading it took longer than %g s (a hung file system, or hwloc "
-                  "stuck): stopped",
-                  label, path, dist_topo_file_timeout_ms / 1000.0);
-    } else if (a.why != NULL) {
-        snprintf (err, errsz, "%s=%s: %s", label, path, a.why);
-    } else if (stopped) {
-        free (a.buf);
-        return 0;
-    } else if (reaped && WIFSIGNALED (status)) {
-        snprintf (err, errsz,
-                  "%s=%s: hwloc crashed reading it (signal %d, %s): the file is corrupt", label,
-                  path, WTERMSIG (status), strsignal (WTERMSIG (status)));
-    } else if (reaped && WIFEXITED (status) && WEXITSTATUS (status) == 0 && a.got > 1
-               && a.buf[0] == '0') {
-        /* the export without its status byte, NUL-terminated */
-        memmove (a.buf, a.buf + 1, a.got);
-        *len = a.got - 1;
-        *xml = a.buf;
-        return 1;
-    } else if (a.got > 1 && a.buf[0] == '1') {
-        snprintf (err, errsz, "%s=%s: %s", label, path, a.buf + 1);
-    } else {
-        snprintf (err, errsz, "%s=%s: hwloc's reading of it failed", label, path);
-    }
-    free (a.buf);
-    return -1;
+    if (want != NULL)
+        ask_caller (&a, want, arg);
+    finish_child (&a, pid);
+    return verdict (&a, label, path, xml, len, err, errsz);
 }
