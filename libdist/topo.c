@@ -282,34 +282,33 @@ int dist_topo_cache_seal (const char *xml, size_t len, const char *key, char *li
     return n < 0 || (size_t) n >= size ? -1 : 0;
 }
 
-long dist_topo_cache_unseal (const char *text, size_t len, char *key, size_t keysize)
+/* The start of text's last line, no longer than max; NULL when there is none. */
+static const char *last_line (const char *text, size_t len, size_t max)
 {
-    const size_t start_len = sizeof (SEAL_START) - 1;
-    const char *seal = NULL, *p, *end;
-    unsigned long long xmllen, hash;
-    char line[DIST_TOPO_CACHE_KEY_MAX + 128], *q;
-    size_t i, linelen;
+    size_t i;
 
-    /* the seal is the last line: find where it starts */
-    if (len < start_len + 2 || text[len - 1] != '\n')
-        return -1;
-    for (i = len - 1; i > 0 && len - i <= sizeof (line); i--)
-        if (text[i - 1] == '\n') {
-            seal = text + i;
-            break;
-        }
-    if (seal == NULL)
-        return -1;
-    linelen = (size_t) (text + len - seal);
-    if (linelen >= sizeof (line) || linelen < start_len
-        || memcmp (seal, SEAL_START, start_len) != 0)
-        return -1;
-    memcpy (line, seal, linelen);
-    line[linelen - 1] = '\0'; /* the newline */
-    p = line + start_len;
+    for (i = len - 1; i > 0 && len - i <= max; i--)
+        if (text[i - 1] == '\n')
+            return text + i;
+    return NULL;
+}
+
+/* What a seal line says: the length and hash of the XML it was made for, and its key. */
+struct seal_fields {
+    unsigned long long xmllen, hash;
+    const char *key, *key_end;
+};
+
+/* The fields of a seal line that starts with SEAL_START, NUL-terminated in place of its
+ * newline; -1 when it is malformed. */
+static int parse_seal (const char *line, struct seal_fields *f)
+{
+    const char *p = line + sizeof (SEAL_START) - 1, *end;
+    char *q;
+
     if (*p < '0' || *p > '9')
         return -1;
-    xmllen = strtoull (p, &q, 10);
+    f->xmllen = strtoull (p, &q, 10);
     if (strncmp (q, " fnv1a64=", 9) != 0)
         return -1;
     p = q + 9;
@@ -317,18 +316,41 @@ long dist_topo_cache_unseal (const char *text, size_t len, char *key, size_t key
         ;
     if (end - p != 16)
         return -1;
-    hash = strtoull (p, NULL, 16);
+    f->hash = strtoull (p, NULL, 16);
     if (strncmp (end, " key=", 5) != 0)
         return -1;
-    p = end + 5;
-    end = strstr (p, " -->");
-    if (end == NULL || end[4] != '\0' || (size_t) (end - p) >= keysize)
+    f->key = end + 5;
+    f->key_end = strstr (f->key, " -->");
+    if (f->key_end == NULL || f->key_end[4] != '\0')
+        return -1;
+    return 0;
+}
+
+long dist_topo_cache_unseal (const char *text, size_t len, char *key, size_t keysize)
+{
+    const size_t start_len = sizeof (SEAL_START) - 1;
+    char line[DIST_TOPO_CACHE_KEY_MAX + 128];
+    const char *seal;
+    struct seal_fields f;
+    size_t linelen;
+
+    /* the seal is the last line */
+    if (len < start_len + 2 || text[len - 1] != '\n'
+        || (seal = last_line (text, len, sizeof (line))) == NULL)
+        return -1;
+    linelen = (size_t) (text + len - seal);
+    if (linelen >= sizeof (line) || linelen < start_len
+        || memcmp (seal, SEAL_START, start_len) != 0)
+        return -1;
+    memcpy (line, seal, linelen);
+    line[linelen - 1] = '\0'; /* the newline */
+    if (parse_seal (line, &f) < 0 || (size_t) (f.key_end - f.key) >= keysize)
         return -1;
     /* the text before the seal is exactly the XML it was made for */
-    if (xmllen != (unsigned long long) (seal - text) || xmllen > LONG_MAX
-        || fnv1a64 (text, (size_t) xmllen) != hash)
+    if (f.xmllen != (unsigned long long) (seal - text) || f.xmllen > LONG_MAX
+        || fnv1a64 (text, (size_t) f.xmllen) != f.hash)
         return -1;
-    memcpy (key, p, (size_t) (end - p));
-    key[end - p] = '\0';
-    return (long) xmllen;
+    memcpy (key, f.key, (size_t) (f.key_end - f.key));
+    key[f.key_end - f.key] = '\0';
+    return (long) f.xmllen;
 }
