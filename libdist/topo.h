@@ -93,10 +93,11 @@ int dist_topo_site_key (char *buf, size_t size, const char *boot_id, unsigned hw
                         long long mtime_s, long mtime_ns);
 
 /* hwloc loads every plugin it finds at its first topology of the process, and the OpenCL
- * and GL ones pull in large libraries (2.5 ms of a 2.9 ms cached load).  Its switch is this
- * variable, read only then: a live load with I/O devices needs the PCI plugin; a site's
- * XML file, which may hold anything XML allows, needs libxml2's; hwloc's own export (our
- * cache, the child's answer) is read by hwloc's built-in parser. */
+ * and GL ones pull in large libraries: loading them takes most of the time of a load from
+ * the cache.  Its switch is this variable, read only then: a live load with I/O devices
+ * needs the PCI plugin; a site's XML file, which may hold anything XML allows, needs
+ * libxml2's; hwloc's own export (our cache, the child's answer) is read by hwloc's
+ * built-in parser. */
 #define DIST_TOPO_PLUGINS_ENV "HWLOC_PLUGINS_BLACKLIST"
 #define DIST_TOPO_PLUGINS_GPU                                                                      \
     "hwloc_gl,hwloc_opencl,hwloc_cuda,hwloc_nvml,hwloc_rsmi,hwloc_levelzero"
