@@ -98,47 +98,75 @@ static int parse_u32 (const char *s, const char *end, uint32_t *out)
     return 0;
 }
 
+/* Whether the key of klen bytes at w is name. */
+static bool key_is (const char *w, size_t klen, const char *name)
+{
+    return klen == strlen (name) && memcmp (w, name, klen) == 0;
+}
+
+/* "job.step", the value from v to end. */
+static int parse_step (const char *v, const char *end, struct dist_handover *h)
+{
+    const char *dot = memchr (v, '.', (size_t) (end - v));
+
+    if (dot == NULL || parse_u32 (v, dot, &h->job_id) < 0
+        || parse_u32 (dot + 1, end, &h->step_id) < 0)
+        return -1;
+    return 0;
+}
+
+static int parse_fail_fast (const char *v, size_t vlen, struct dist_handover *h)
+{
+    if (vlen != 1 || (v[0] != '0' && v[0] != '1'))
+        return -1;
+    h->fail_fast = v[0] == '1';
+    return 0;
+}
+
+static int parse_key (const char *v, size_t vlen, struct dist_handover *h)
+{
+    if (!valid_key (v, vlen))
+        return -1;
+    memcpy (h->key, v, vlen);
+    h->key[vlen] = '\0';
+    return 0;
+}
+
+/* A node name or address into dest (DIST_NODE_MAX bytes). */
+static int parse_name (const char *v, size_t vlen, char *dest)
+{
+    if (vlen >= DIST_NODE_MAX)
+        return -1;
+    memcpy (dest, v, vlen);
+    dest[vlen] = '\0';
+    return valid_name (dest) ? 0 : -1;
+}
+
 /* One "key=value" word of len bytes. */
 static int parse_word (const char *w, size_t len, struct dist_handover *h, bool *have_step)
 {
     const char *eq = memchr (w, '=', len), *end = w + len;
-    char *dest = NULL;
     size_t klen, vlen;
 
     if (eq == NULL)
         return -1;
     klen = (size_t) (eq - w);
     vlen = (size_t) (end - eq - 1);
-    if (klen == 4 && memcmp (w, "step", 4) == 0) {
-        const char *dot = memchr (eq + 1, '.', vlen);
-        if (dot == NULL || parse_u32 (eq + 1, dot, &h->job_id) < 0
-            || parse_u32 (dot + 1, end, &h->step_id) < 0)
+    if (key_is (w, klen, "step")) {
+        if (parse_step (eq + 1, end, h) < 0)
             return -1;
         *have_step = true;
         return 0;
     }
-    if (klen == 9 && memcmp (w, "fail_fast", 9) == 0) {
-        if (vlen != 1 || (eq[1] != '0' && eq[1] != '1'))
-            return -1;
-        h->fail_fast = eq[1] == '1';
-        return 0;
-    }
-    if (klen == 3 && memcmp (w, "key", 3) == 0) {
-        if (!valid_key (eq + 1, vlen))
-            return -1;
-        memcpy (h->key, eq + 1, vlen);
-        h->key[vlen] = '\0';
-        return 0;
-    }
-    if (klen == 5 && memcmp (w, "rank0", 5) == 0)
-        dest = h->rank0_node;
-    else if (klen == 4 && memcmp (w, "addr", 4) == 0)
-        dest = h->rank0_addr;
-    if (dest == NULL || vlen >= DIST_NODE_MAX)
-        return -1;
-    memcpy (dest, eq + 1, vlen);
-    dest[vlen] = '\0';
-    return valid_name (dest) ? 0 : -1;
+    if (key_is (w, klen, "fail_fast"))
+        return parse_fail_fast (eq + 1, vlen, h);
+    if (key_is (w, klen, "key"))
+        return parse_key (eq + 1, vlen, h);
+    if (key_is (w, klen, "rank0"))
+        return parse_name (eq + 1, vlen, h->rank0_node);
+    if (key_is (w, klen, "addr"))
+        return parse_name (eq + 1, vlen, h->rank0_addr);
+    return -1;
 }
 
 int dist_handover_parse (const char *text, struct dist_handover *h)
@@ -226,6 +254,30 @@ static bool take_word (const char **p, const char *word)
     return true;
 }
 
+/* The header "step=J.S nodes=N ranks=R layout=", *p moved past it. */
+static int take_header (const char **p, uint32_t *job, uint32_t *step, uint32_t *nodes,
+                        uint32_t *ranks)
+{
+    if (!take_word (p, "step=") || take_u32 (p, ".", job) < 0 || !take_word (p, ".")
+        || take_u32 (p, " ", step) < 0 || !take_word (p, " nodes=") || take_u32 (p, " ", nodes) < 0
+        || !take_word (p, " ranks=") || take_u32 (p, " ", ranks) < 0 || !take_word (p, " layout="))
+        return -1;
+    return 0;
+}
+
+/* One run of the layout, "node" or "node*count", *p moved past it: a node below nnodes
+ * and a count of 1 to left. */
+static int take_run (const char **p, uint32_t nnodes, uint32_t left, uint32_t *node,
+                     uint32_t *count)
+{
+    if (take_u32 (p, "*,", node) < 0 || *node >= nnodes)
+        return -1;
+    *count = 1;
+    if (**p == '*' && (++*p, take_u32 (p, ",", count) < 0 || *count == 0))
+        return -1;
+    return *count > left ? -1 : 0;
+}
+
 int dist_layout_text_parse (const char *text, uint32_t job_id, uint32_t step_id, uint32_t nnodes,
                             uint32_t nranks, uint32_t *node_of_rank)
 {
@@ -233,21 +285,13 @@ int dist_layout_text_parse (const char *text, uint32_t job_id, uint32_t step_id,
     uint32_t job, step, nodes, ranks, node, count, rank = 0;
 
     if (text == NULL || strnlen (text, DIST_LAYOUT_TEXT_MAX) >= DIST_LAYOUT_TEXT_MAX
-        || !take_word (&p, "step=") || take_u32 (&p, ".", &job) < 0 || !take_word (&p, ".")
-        || take_u32 (&p, " ", &step) < 0 || !take_word (&p, " nodes=")
-        || take_u32 (&p, " ", &nodes) < 0 || !take_word (&p, " ranks=")
-        || take_u32 (&p, " ", &ranks) < 0 || !take_word (&p, " layout=") || job != job_id
-        || step != step_id || nodes != nnodes || ranks != nranks)
+        || take_header (&p, &job, &step, &nodes, &ranks) < 0 || job != job_id || step != step_id
+        || nodes != nnodes || ranks != nranks)
         return -1;
     while (rank < nranks) {
         if (rank > 0 && !take_word (&p, ","))
             return -1;
-        if (take_u32 (&p, "*,", &node) < 0 || node >= nnodes)
-            return -1;
-        count = 1;
-        if (*p == '*' && (++p, take_u32 (&p, ",", &count) < 0 || count == 0))
-            return -1;
-        if (count > nranks - rank)
+        if (take_run (&p, nnodes, nranks - rank, &node, &count) < 0)
             return -1;
         while (count-- > 0)
             node_of_rank[rank++] = node;
