@@ -16,6 +16,7 @@
 
 #include "libdist/bind.h"
 #include "libdist/topo.h"
+#include "topologies.h"
 
 /* ---- the machines, as recorded (NUMA and PU numbers are OS indexes) -- */
 
@@ -158,18 +159,9 @@ _Static_assert(sizeof (every_gpu) / sizeof (every_gpu[0])
 
 /* ---- helpers ---------------------------------------------------------- */
 
-static void topology_path (const char *file, char *buf, size_t size)
-{
-    const char *dir = getenv ("TOPOLOGY_DIR");
-    snprintf (buf, size, "%s/%s", dir != NULL && dir[0] != '\0' ? dir : "tests/topologies", file);
-}
-
 static void load (const struct machine *m, struct dist_topo *t)
 {
-    char path[1024], err[256] = "";
-    topology_path (m->file, path, sizeof (path));
-    if (dist_topo_load (t, path, DIST_TOPO_IO, err, sizeof (err)) < 0)
-        fail_msg ("%s: %s", path, err);
+    topology_load (m->file, t);
 }
 
 /* The PUs of Slurm's cores list, into pus: every core is the machine's. */
@@ -263,20 +255,16 @@ static void check_even_share (hwloc_const_cpuset_t allowed, const struct dist_bi
                   hwloc_bitmap_weight (allowed), lo, hi);
 }
 
-/* Every rule of bind.h that holds for any plan, checked with the recorded
- * layout. */
-static void check_plan (const struct machine *m, const struct dist_topo *t,
-                        hwloc_const_cpuset_t allowed, const int *step_gpu,
-                        const struct dist_bind_plan *p)
+/* GPUs: a permutation in locality order (NUMA PUs first, then bus id) */
+static void check_gpu_order (const struct machine *m, const struct dist_topo *t,
+                             const int *step_gpu, const struct dist_bind_plan *p)
 {
-    int T = p->ntasks, G = p->ngpus, W = hwloc_bitmap_weight (allowed);
-    int r, s, i, vis[DIST_GPUS_MAX];
     bool seen[DIST_GPUS_MAX];
+    int i;
 
-    /* GPUs: a permutation in locality order (NUMA PUs first, then bus id) */
     memset (seen, 0, sizeof (seen));
-    for (i = 0; i < G; i++) {
-        assert_in_range (p->order[i], 0, G - 1);
+    for (i = 0; i < p->ngpus; i++) {
+        assert_in_range (p->order[i], 0, p->ngpus - 1);
         assert_false (seen[p->order[i]]);
         seen[p->order[i]] = true;
         if (i > 0) {
@@ -285,7 +273,13 @@ static void check_plan (const struct machine *m, const struct dist_topo *t,
             assert_true (na < nb || (na == nb && strcmp (t->gpu[a].busid, t->gpu[b].busid) < 0));
         }
     }
-    /* even, contiguous shares; neighbours share when tasks > GPUs */
+}
+
+/* even, contiguous shares; neighbours share when tasks > GPUs */
+static void check_gpu_shares (const struct dist_bind_plan *p)
+{
+    int T = p->ntasks, G = p->ngpus, r, i;
+
     for (r = 0; r < T; r++) {
         const struct dist_bind_rank *rk = &p->rank[r];
         if (G == 0) {
@@ -311,48 +305,74 @@ static void check_plan (const struct machine *m, const struct dist_topo *t,
         for (i = 0; i < G; i++)
             assert_in_range (count[i], T / G, (T + G - 1) / G);
     }
+}
 
-    for (r = 0; r < T; r++) {
-        const struct dist_bind_rank *rk = &p->rank[r];
-        hwloc_bitmap_t ns;
+/* Rank r's CPUs: some, all of them the step's; its memory: the NUMA nodes of
+ * its CPUs, by their OS numbers; no overlap with the ranks before it unless
+ * there are more ranks than CPUs. */
+static void check_rank_cpus (const struct machine *m, hwloc_const_cpuset_t allowed,
+                             const struct dist_bind_plan *p, int r)
+{
+    const struct dist_bind_rank *rk = &p->rank[r];
+    int W = hwloc_bitmap_weight (allowed), s;
+    hwloc_bitmap_t ns;
 
-        /* CPUs: some, all of them the step's */
-        assert_false (hwloc_bitmap_iszero (rk->cpuset));
-        assert_true (hwloc_bitmap_isincluded (rk->cpuset, allowed));
-        /* memory: the NUMA nodes of its CPUs, by their OS numbers */
-        ns = facts_nodeset (m, rk->cpuset);
-        assert_true (hwloc_bitmap_isequal (ns, rk->nodeset));
-        hwloc_bitmap_free (ns);
-        /* no overlap unless there are more ranks than CPUs */
-        for (s = 0; s < r && W >= T; s++)
-            assert_false (hwloc_bitmap_intersects (rk->cpuset, p->rank[s].cpuset));
+    assert_false (hwloc_bitmap_iszero (rk->cpuset));
+    assert_true (hwloc_bitmap_isincluded (rk->cpuset, allowed));
+    ns = facts_nodeset (m, rk->cpuset);
+    assert_true (hwloc_bitmap_isequal (ns, rk->nodeset));
+    hwloc_bitmap_free (ns);
+    for (s = 0; s < r && W >= p->ntasks; s++)
+        assert_false (hwloc_bitmap_intersects (rk->cpuset, p->rank[s].cpuset));
+}
 
-        /* CUDA_VISIBLE_DEVICES: its own GPU at LOCAL_RANK, every GPU once */
-        if (G > 0) {
-            int n = dist_bind_visible (p, r, false, vis);
-            assert_int_equal (n, G);
-            assert_int_equal (vis[r % G], p->order[rk->gpu_first]);
-            for (i = 0; i < rk->gpu_count; i++)
-                assert_int_equal (vis[r % G + i], p->order[rk->gpu_first + i]);
-            memset (seen, 0, sizeof (seen));
-            for (i = 0; i < G; i++) {
-                assert_in_range (vis[i], 0, G - 1);
-                assert_false (seen[vis[i]]);
-                seen[vis[i]] = true;
-            }
-            n = dist_bind_visible (p, r, true, vis);
-            assert_int_equal (n, rk->gpu_count);
-            for (i = 0; i < n; i++)
-                assert_int_equal (vis[i], p->order[rk->gpu_first + i]);
-        } else {
-            assert_int_equal (dist_bind_visible (p, r, false, vis), 0);
-        }
+/* CUDA_VISIBLE_DEVICES: its own GPU at LOCAL_RANK, every GPU once */
+static void check_visible (const struct dist_bind_plan *p, int r)
+{
+    const struct dist_bind_rank *rk = &p->rank[r];
+    int G = p->ngpus, i, n, vis[DIST_GPUS_MAX];
+    bool seen[DIST_GPUS_MAX];
+
+    if (G == 0) {
+        assert_int_equal (dist_bind_visible (p, r, false, vis), 0);
+        return;
     }
-    if (W >= T)
+    n = dist_bind_visible (p, r, false, vis);
+    assert_int_equal (n, G);
+    assert_int_equal (vis[r % G], p->order[rk->gpu_first]);
+    for (i = 0; i < rk->gpu_count; i++)
+        assert_int_equal (vis[r % G + i], p->order[rk->gpu_first + i]);
+    memset (seen, 0, sizeof (seen));
+    for (i = 0; i < G; i++) {
+        assert_in_range (vis[i], 0, G - 1);
+        assert_false (seen[vis[i]]);
+        seen[vis[i]] = true;
+    }
+    n = dist_bind_visible (p, r, true, vis);
+    assert_int_equal (n, rk->gpu_count);
+    for (i = 0; i < n; i++)
+        assert_int_equal (vis[i], p->order[rk->gpu_first + i]);
+}
+
+/* Every rule of bind.h that holds for any plan, checked with the recorded
+ * layout. */
+static void check_plan (const struct machine *m, const struct dist_topo *t,
+                        hwloc_const_cpuset_t allowed, const int *step_gpu,
+                        const struct dist_bind_plan *p)
+{
+    int W = hwloc_bitmap_weight (allowed), r;
+
+    check_gpu_order (m, t, step_gpu, p);
+    check_gpu_shares (p);
+    for (r = 0; r < p->ntasks; r++) {
+        check_rank_cpus (m, allowed, p, r);
+        check_visible (p, r);
+    }
+    if (W >= p->ntasks)
         assert_false (p->cpus_shared);
     else
         assert_true (p->cpus_shared);
-    if (W < T)
+    if (W < p->ntasks)
         check_even_share (allowed, p);
 }
 
@@ -583,13 +603,6 @@ static void test_machine (void **state)
 }
 
 /* ---- plans spelled out ------------------------------------------------ */
-
-static void assert_cpus (hwloc_const_cpuset_t got, const char *want)
-{
-    char buf[256];
-    hwloc_bitmap_list_snprintf (buf, sizeof (buf), got);
-    assert_string_equal (buf, want);
-}
 
 /* CPUs that all lie within a list's. */
 static void assert_cpus_within (hwloc_const_cpuset_t got, const char *within)
@@ -983,428 +996,6 @@ static void test_broken_xml (void **state)
     assert_int_equal (rmdir (tmp), 0);
 }
 
-/* ---- the per-boot cache ------------------------------------------------ */
-
-#define BOOT_A "0e1c7b5a-3f2d-4c1e-9a8b-7d6e5f4a3b2c"
-#define BOOT_B "9f8e7d6c-5b4a-4321-8765-fedcba987654"
-
-/* A cache is good for one boot, one hwloc and our format; one without I/O
- * devices serves only steps that place no GPUs or NICs. */
-static void test_cache_key (void **state)
-{
-    char with_io[DIST_TOPO_CACHE_KEY_MAX], without[DIST_TOPO_CACHE_KEY_MAX];
-
-    assert_int_equal (dist_topo_cache_key (with_io, sizeof (with_io), BOOT_A, 0x20900, true), 0);
-    assert_int_equal (dist_topo_cache_key (without, sizeof (without), BOOT_A, 0x20900, false), 0);
-    assert_string_not_equal (with_io, without);
-    assert_true (dist_topo_cache_usable (with_io, BOOT_A, 0x20900, true));
-    assert_true (dist_topo_cache_usable (with_io, BOOT_A, 0x20900, false));
-    assert_true (dist_topo_cache_usable (without, BOOT_A, 0x20900, false));
-    assert_false (dist_topo_cache_usable (without, BOOT_A, 0x20900, true));
-    assert_false (dist_topo_cache_usable (with_io, BOOT_B, 0x20900, true)); /* rebooted */
-    assert_false (dist_topo_cache_usable (with_io, BOOT_A, 0x20a00, true)); /* new hwloc */
-    assert_false (dist_topo_cache_usable (NULL, BOOT_A, 0x20900, false));
-    assert_false (dist_topo_cache_usable ("", BOOT_A, 0x20900, false));
-    /* a boot id that is not one gives no key, and so no usable cache */
-    assert_int_equal (dist_topo_cache_key (with_io, sizeof (with_io), "", 0x20900, true), -1);
-    assert_int_equal (dist_topo_cache_key (with_io, sizeof (with_io), BOOT_A "0", 0x20900, true),
-                      -1);
-    assert_int_equal (dist_topo_cache_key (with_io, sizeof (with_io),
-                                           "0e1c7b5a/3f2d-4c1e-9a8b-7d6e5f4a3b2c", 0x20900, true),
-                      -1);
-    assert_int_equal (dist_topo_cache_key (with_io, 20, BOOT_A, 0x20900, true), -1);
-}
-
-/* The checked copy of a site's file: keyed by the file's identity too, so an edited file
- * (another size or time) or a replaced one (another inode) is checked again. */
-static void test_site_key (void **state)
-{
-    char a[DIST_TOPO_CACHE_KEY_MAX], b[DIST_TOPO_CACHE_KEY_MAX];
-
-    assert_int_equal (
-        dist_topo_site_key (a, sizeof (a), BOOT_A, 0x20900, 0x803, 1234, 5000, 1700000000, 5), 0);
-    assert_string_equal (a, "format=3 hwloc=0x20900 boot=" BOOT_A
-                            " site=803:4d2:5000:1700000000.000000005");
-    assert_int_equal (
-        dist_topo_site_key (b, sizeof (b), BOOT_A, 0x20900, 0x803, 1234, 5000, 1700000000, 6), 0);
-    assert_string_not_equal (a, b);
-    assert_int_equal (
-        dist_topo_site_key (b, sizeof (b), BOOT_A, 0x20900, 0x803, 1235, 5000, 1700000000, 5), 0);
-    assert_string_not_equal (a, b);
-    /* never the key of a live cache */
-    assert_false (dist_topo_cache_usable (a, BOOT_A, 0x20900, false));
-    /* the largest identities fit */
-    assert_int_equal (dist_topo_site_key (a, sizeof (a), BOOT_A, 0xffffffff, ~0ULL, ~0ULL,
-                                          -1 - 0x7fffffffffffffffLL, -1 - 0x7fffffffffffffffLL,
-                                          999999999),
-                      0);
-    assert_int_equal (dist_topo_site_key (a, sizeof (a), "boot", 0x20900, 1, 1, 1, 1, 1), -1);
-    assert_int_equal (dist_topo_site_key (a, 40, BOOT_A, 0x20900, 1, 1, 1, 1, 1), -1);
-}
-
-/* Write to bad (a mkstemp template) the AMD machine's file with one Group's
- * complete_cpuset attribute renamed: hwloc 2.9's libxml import crashes on it. */
-static void write_corrupt_copy (char *bad)
-{
-    char path[1024], *text, *at;
-    size_t len;
-    FILE *f;
-    int fd;
-
-    topology_path (amd.file, path, sizeof (path));
-    f = fopen (path, "r");
-    assert_non_null (f);
-    text = calloc (1, 1 << 20);
-    assert_non_null (text);
-    len = fread (text, 1, (1 << 20) - 1, f);
-    fclose (f);
-    at = strstr (text, "<object type=\"Group\"");
-    assert_non_null (at);
-    at = strstr (at, "complete_cpuset=");
-    assert_non_null (at);
-    memcpy (at, "complete_xxxxxx=", 16);
-    fd = mkstemp (bad);
-    assert_true (fd >= 0);
-    assert_int_equal (write (fd, text, len), (ssize_t) len);
-    close (fd);
-    free (text);
-}
-
-/* A site's file read by hwloc in a child, as dist-train-plan reads it: the export, or NULL. */
-static char *read_in_child (const char *path, size_t *len, char *err, size_t errsz)
-{
-    char *xml = NULL;
-
-    if (dist_topo_read_file ("topology", path, DIST_TOPO_IO, NULL, NULL, &xml, len, err, errsz)
-        != 1)
-        return NULL;
-    return xml;
-}
-
-/* A site's file read in a child: a good one comes back as hwloc's export, which loads; a
- * corrupt one or a missing one is an error naming the file, and this process goes on. */
-static void test_site_file_checked_in_a_child (void **state)
-{
-    char path[1024], bad[] = "/tmp/test_bind_site_XXXXXX", err[512], *xml;
-    struct dist_topo t;
-    size_t len = 0;
-
-    topology_path (amd.file, path, sizeof (path));
-    xml = read_in_child (path, &len, err, sizeof (err));
-    assert_non_null (xml);
-    assert_int_equal (strlen (xml), len);
-    assert_int_equal (dist_topo_load_xml (&t, xml, len + 1, DIST_TOPO_IO, err, sizeof (err)), 0);
-    assert_int_equal (t.ngpus, 4);
-    dist_topo_destroy (&t);
-    free (xml);
-
-    write_corrupt_copy (bad);
-    xml = read_in_child (bad, &len, err, sizeof (err));
-    if (xml != NULL) {
-        /* an hwloc that takes it: what it made of it loads */
-        assert_int_equal (dist_topo_load_xml (&t, xml, len + 1, DIST_TOPO_IO, err, sizeof (err)),
-                          0);
-        dist_topo_destroy (&t);
-        free (xml);
-    } else {
-        assert_non_null (strstr (err, bad));
-    }
-    unlink (bad);
-
-    assert_null (read_in_child ("/nonexistent/topology.xml", &len, err, sizeof (err)));
-    assert_non_null (strstr (err, "/nonexistent/topology.xml"));
-}
-
-/* The child that crashes on the corrupt file leaves no core behind: that would be a copy
- * of slurmstepd's memory, root's, in the user's working directory.  Run in a directory of
- * its own, with core files allowed as far as the hard limit goes (ASan sets the soft
- * limit to 0). */
-static void test_site_file_crash_leaves_no_core (void **state)
-{
-    char bad[] = "/tmp/test_bind_site_XXXXXX", dir[] = "/tmp/test_bind_core_XXXXXX";
-    char saved_cwd[1024], err[512], *xml;
-    struct rlimit lim;
-    struct dirent *de;
-    size_t len = 0;
-    int left = 0;
-    DIR *d;
-
-    write_corrupt_copy (bad);
-    assert_non_null (getcwd (saved_cwd, sizeof (saved_cwd)));
-    assert_non_null (mkdtemp (dir));
-    assert_int_equal (chdir (dir), 0);
-    assert_int_equal (getrlimit (RLIMIT_CORE, &lim), 0);
-    lim.rlim_cur = lim.rlim_max;
-    assert_int_equal (setrlimit (RLIMIT_CORE, &lim), 0);
-    xml = read_in_child (bad, &len, err, sizeof (err));
-    assert_int_equal (chdir (saved_cwd), 0);
-    free (xml);
-    unlink (bad);
-
-    d = opendir (dir);
-    assert_non_null (d);
-    while ((de = readdir (d)) != NULL) {
-        if (strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0)
-            continue;
-        fprintf (stderr, "left in the working directory: %s/%s\n", dir, de->d_name);
-        left++;
-        assert_int_equal (unlinkat (dirfd (d), de->d_name, 0), 0);
-    }
-    closedir (d);
-    assert_int_equal (rmdir (dir), 0);
-    assert_int_equal (left, 0);
-}
-
-/* What the cache holds loads back from memory as this machine's; a text
- * that is cut or not NUL-terminated is refused. */
-static void test_cache_round_trip (void **state)
-{
-    char path[1024], err[256];
-    struct dist_topo t, back;
-    char *xml = NULL;
-    int len = 0;
-
-    topology_path (pascal.file, path, sizeof (path));
-    assert_int_equal (dist_topo_load (&t, path, DIST_TOPO_IO, err, sizeof (err)), 0);
-    assert_int_equal (hwloc_topology_export_xmlbuffer (t.topo, &xml, &len, 0), 0);
-    assert_int_equal (dist_topo_load_xml (&back, xml, (size_t) len,
-                                          DIST_TOPO_IO | DIST_TOPO_THIS_SYSTEM, err, sizeof (err)),
-                      0);
-    assert_true (back.this_system);
-    assert_int_equal (back.ngpus, t.ngpus);
-    assert_int_equal (back.nnics, t.nnics);
-    assert_string_equal (back.gpu[0].busid, t.gpu[0].busid);
-    dist_topo_destroy (&back);
-    /* without I/O devices: no GPUs */
-    assert_int_equal (dist_topo_load_xml (&back, xml, (size_t) len, 0, err, sizeof (err)), 0);
-    assert_int_equal (back.ngpus, 0);
-    dist_topo_destroy (&back);
-    /* cut in half (NUL-terminated there), then not NUL-terminated at all */
-    xml[len / 2] = '\0';
-    assert_int_equal (
-        dist_topo_load_xml (&back, xml, (size_t) len / 2 + 1, DIST_TOPO_IO, err, sizeof (err)), -1);
-    assert_null (back.topo);
-    assert_int_equal (
-        dist_topo_load_xml (&back, xml, (size_t) len / 2, DIST_TOPO_IO, err, sizeof (err)), -1);
-    assert_int_equal (dist_topo_load_xml (&back, xml, 0, DIST_TOPO_IO, err, sizeof (err)), -1);
-    hwloc_free_xmlbuffer (t.topo, xml);
-    dist_topo_destroy (&t);
-}
-
-/* A sealed cache gives back its XML's length and key; any change to the
- * XML, the seal or the length is caught before hwloc sees the file. */
-static void test_cache_seal (void **state)
-{
-    static const char xml[] = "<?xml version=\"1.0\"?>\n<topology version=\"2.0\">\n</topology>\n";
-    char key[DIST_TOPO_CACHE_KEY_MAX], back[DIST_TOPO_CACHE_KEY_MAX], seal[256];
-    char file[sizeof (xml) + sizeof (seal)];
-    size_t xlen = sizeof (xml) - 1, flen, i;
-
-    assert_int_equal (dist_topo_cache_key (key, sizeof (key), BOOT_A, 0x20900, true), 0);
-    assert_int_equal (dist_topo_cache_seal (xml, xlen, key, seal, sizeof (seal)), 0);
-    memcpy (file, xml, xlen);
-    memcpy (file + xlen, seal, strlen (seal));
-    flen = xlen + strlen (seal);
-    assert_int_equal (dist_topo_cache_unseal (file, flen, back, sizeof (back)), (long) xlen);
-    assert_string_equal (back, key);
-    /* every single changed byte, in the XML or in the seal, is refused
-     * (except the key's own text, which is then a different key) */
-    for (i = 0; i < flen - 1; i++) {
-        char saved = file[i];
-        long got;
-        file[i] = saved == 'x' ? 'y' : 'x';
-        got = dist_topo_cache_unseal (file, flen, back, sizeof (back));
-        if (got >= 0)
-            assert_string_not_equal (back, key);
-        file[i] = saved;
-    }
-    /* cut anywhere */
-    for (i = 0; i < flen; i++)
-        assert_int_equal (dist_topo_cache_unseal (file, i, back, sizeof (back)), -1);
-    /* no seal at all, a key too long for the caller */
-    assert_int_equal (dist_topo_cache_unseal (xml, xlen, back, sizeof (back)), -1);
-    assert_int_equal (dist_topo_cache_unseal (file, flen, back, 8), -1);
-    /* a seal that does not fit */
-    assert_int_equal (dist_topo_cache_seal (xml, xlen, key, seal, 40), -1);
-}
-
-/* ---- Slurm's lists ---------------------------------------------------- */
-
-static void test_index_list (void **state)
-{
-    int out[128], i;
-    char list[1024];
-    size_t off = 0;
-
-    assert_int_equal (dist_parse_index_list ("0", out, 64), 1);
-    assert_int_equal (out[0], 0);
-    assert_int_equal (dist_parse_index_list ("3,1", out, 64), 2);
-    assert_int_equal (out[0], 3);
-    assert_int_equal (out[1], 1);
-    assert_int_equal (dist_parse_index_list ("0-3,6", out, 64), 5);
-    assert_int_equal (out[3], 3);
-    assert_int_equal (out[4], 6);
-    assert_int_equal (dist_parse_index_list ("4095", out, 64), 1);
-    assert_int_equal (out[0], 4095);
-    for (i = 0; i < 100; i++)
-        off += (size_t) snprintf (list + off, sizeof (list) - off, "%s%d", i ? "," : "", i);
-    assert_int_equal (dist_parse_index_list (list, out, 128), 100);
-    assert_int_equal (out[99], 99);
-    assert_int_equal (dist_parse_index_list (list, out, 64), -1);
-    assert_int_equal (dist_parse_index_list ("0-4095", out, 64), -1);
-    assert_int_equal (dist_parse_index_list ("0-63", out, 64), 64);
-}
-
-static void test_index_list_bad (void **state)
-{
-    const char *bad[] = {"",           "5-",    "-5",   "0,,1",   ",0",
-                         "0,",         "3-1",   "4096", "1-4096", "99999999999999999999",
-                         "4294967296", "1 ,2",  " 1",   "1 ",     "a",
-                         "0x1",        "1-2-3", "+1",   "1;2",    "GPU-8f3a",
-                         "0-",         "--"};
-    char digits[2000];
-    int out[64];
-    size_t i;
-
-    assert_int_equal (dist_parse_index_list (NULL, out, 64), -1);
-    for (i = 0; i < sizeof (bad) / sizeof (bad[0]); i++)
-        if (dist_parse_index_list (bad[i], out, 64) != -1)
-            fail_msg ("'%s' parsed", bad[i]);
-    memset (digits, '7', sizeof (digits) - 1);
-    digits[sizeof (digits) - 1] = '\0';
-    assert_int_equal (dist_parse_index_list (digits, out, 64), -1);
-}
-
-/* Slurm's GPU variables: global and local indices, UUIDs, MIG ids, junk. */
-static void test_step_gpus (void **state)
-{
-    char tokens[DIST_GPUS_MAX][64], err[256];
-    int index[DIST_GPUS_MAX];
-
-    /* unconstrained: CUDA_VISIBLE_DEVICES holds the global indices */
-    assert_int_equal (dist_step_gpus ("2,3", "2,3", index, tokens, err, sizeof (err)), 2);
-    assert_int_equal (index[0], 2);
-    assert_string_equal (tokens[1], "3");
-    /* ConstrainDevices: local indices, matched by position */
-    assert_int_equal (dist_step_gpus ("0,1", "4,6", index, tokens, err, sizeof (err)), 2);
-    assert_int_equal (index[1], 6);
-    assert_string_equal (tokens[1], "1");
-    /* UUIDs with SLURM_STEP_GPUS: the names are kept as they are */
-    assert_int_equal (
-        dist_step_gpus ("GPU-5d7f9a1c,GPU-77aa0b2e", "0,1", index, tokens, err, sizeof (err)), 2);
-    assert_string_equal (tokens[0], "GPU-5d7f9a1c");
-    /* no GPUs */
-    assert_int_equal (dist_step_gpus (NULL, NULL, index, tokens, err, sizeof (err)), 0);
-    assert_int_equal (dist_step_gpus ("", "0", index, tokens, err, sizeof (err)), 0);
-    assert_int_equal (dist_step_gpus ("NoDevFiles", NULL, index, tokens, err, sizeof (err)), 0);
-    /* UUID or MIG ids without Slurm's indices: cannot be placed */
-    assert_int_equal (
-        dist_step_gpus ("GPU-5d7f9a1c,MIG-2b4e6f80", NULL, index, tokens, err, sizeof (err)), -1);
-    assert_non_null (strstr (err, "UUID or MIG"));
-    /* MIG instances: more names than Slurm's GPUs */
-    assert_int_equal (dist_step_gpus ("MIG-a,MIG-b,MIG-c", "0", index, tokens, err, sizeof (err)),
-                      -1);
-    assert_non_null (strstr (err, "differ in length"));
-    assert_int_equal (dist_step_gpus ("0,,1", "0,1", index, tokens, err, sizeof (err)), -1);
-    assert_non_null (strstr (err, "does not parse"));
-}
-
-static void test_split_list (void **state)
-{
-    char tok[100][64], list[8000], longtok[100];
-    size_t off = 0;
-    int i;
-
-    assert_int_equal (dist_split_list ("GPU-8f3a1c2e,MIG-GPU-1/2/0", tok, 8), 2);
-    assert_string_equal (tok[0], "GPU-8f3a1c2e");
-    assert_string_equal (tok[1], "MIG-GPU-1/2/0");
-    assert_int_equal (dist_split_list ("3", tok, 8), 1);
-    assert_string_equal (tok[0], "3");
-    memset (longtok, 'x', 63);
-    longtok[63] = '\0';
-    assert_int_equal (dist_split_list (longtok, tok, 8), 1);
-    assert_int_equal (strlen (tok[0]), 63);
-    longtok[63] = 'x';
-    longtok[64] = '\0';
-    assert_int_equal (dist_split_list (longtok, tok, 8), -1);
-    assert_int_equal (dist_split_list (NULL, tok, 8), -1);
-    assert_int_equal (dist_split_list ("", tok, 8), -1);
-    assert_int_equal (dist_split_list ("0,,1", tok, 8), -1);
-    assert_int_equal (dist_split_list (",0", tok, 8), -1);
-    assert_int_equal (dist_split_list ("0,", tok, 8), -1);
-    assert_int_equal (dist_split_list (",", tok, 8), -1);
-    for (i = 0; i < 100; i++)
-        off += (size_t) snprintf (list + off, sizeof (list) - off, "%sGPU-%d", i ? "," : "", i);
-    assert_int_equal (dist_split_list (list, tok, 100), 100);
-    assert_string_equal (tok[99], "GPU-99");
-    assert_int_equal (dist_split_list (list, tok, 64), -1);
-}
-
-static void test_cores_cpuset (void **state)
-{
-    struct dist_topo t;
-    hwloc_bitmap_t out = hwloc_bitmap_alloc (), missing = hwloc_bitmap_alloc ();
-    char err[256], list[1024];
-    size_t off = 0;
-    int i;
-
-    load (&g4dn, &t);
-    assert_int_equal (dist_topo_cores_cpuset (&t, "0-23", out, NULL, err, sizeof (err)), 0);
-    assert_cpus (out, "0-23,48-71");
-    assert_int_equal (dist_topo_cores_cpuset (&t, "0,47", out, NULL, err, sizeof (err)), 0);
-    assert_cpus (out, "0,47-48,95");
-    /* cores the topology lacks are counted, left out and named */
-    assert_int_equal (dist_topo_cores_cpuset (&t, "46-50", out, NULL, err, sizeof (err)), 3);
-    assert_cpus (out, "46-47,94-95");
-    assert_int_equal (dist_topo_cores_cpuset (&t, "0,46-50,60", out, missing, err, sizeof (err)),
-                      4);
-    assert_cpus (out, "0,46-48,94-95");
-    assert_cpus (missing, "48-50,60");
-    assert_int_equal (dist_topo_cores_cpuset (&t, "1-2", out, missing, err, sizeof (err)), 0);
-    assert_true (hwloc_bitmap_iszero (missing));
-    assert_int_equal (dist_topo_cores_cpuset (&t, "65535", out, NULL, err, sizeof (err)), 1);
-    assert_true (hwloc_bitmap_iszero (out));
-    for (i = 0; i < 100; i++)
-        off += (size_t) snprintf (list + off, sizeof (list) - off, "%s%d", i ? "," : "", i);
-    assert_int_equal (dist_topo_cores_cpuset (&t, list, out, NULL, err, sizeof (err)), 52);
-    assert_int_equal (hwloc_bitmap_weight (out), 96);
-    assert_int_equal (dist_topo_core_count (&t), 48);
-    hwloc_bitmap_free (out);
-    hwloc_bitmap_free (missing);
-    dist_topo_destroy (&t);
-}
-
-/* Each of these once hung (-5), allocated 512 MB (4294967295), wrapped to
- * core 0 (4294967296) or made an empty step (1-0) in hwloc's parser. */
-static void test_cores_cpuset_bad (void **state)
-{
-    const char *bad[] = {
-        "",        "5-",          "-5",         "0,,1",       ",0",   "0,",    "1-0", "65536",
-        "0-65536", "99999999999", "4294967295", "4294967296", "0--1", "1-2-3", "0x3", "a",
-        " 1",      "1 ",          "1;2",        "+1",         "0-",   "-"};
-    struct dist_topo t;
-    hwloc_bitmap_t out = hwloc_bitmap_alloc ();
-    char err[256], digits[3000];
-    size_t i;
-
-    load (&mini, &t);
-    assert_int_equal (dist_topo_cores_cpuset (&t, NULL, out, NULL, err, sizeof (err)), -1);
-    for (i = 0; i < sizeof (bad) / sizeof (bad[0]); i++) {
-        err[0] = '\0';
-        if (dist_topo_cores_cpuset (&t, bad[i], out, NULL, err, sizeof (err)) != -1)
-            fail_msg ("'%s' parsed", bad[i]);
-        assert_non_null (strstr (err, "does not parse"));
-        assert_true (hwloc_bitmap_iszero (out));
-    }
-    memset (digits, '1', sizeof (digits) - 1);
-    digits[sizeof (digits) - 1] = '\0';
-    assert_int_equal (dist_topo_cores_cpuset (&t, digits, out, NULL, err, sizeof (err)), -1);
-    assert_int_equal (dist_topo_cores_cpuset (&t, "0-1", out, NULL, err, sizeof (err)), 0);
-    assert_cpus (out, "0-1");
-    hwloc_bitmap_free (out);
-    dist_topo_destroy (&t);
-}
-
 int main (void)
 {
     const struct CMUnitTest tests[] = {
@@ -1430,20 +1021,8 @@ int main (void)
         cmocka_unit_test (test_step_gpus_the_topology_lacks),
         cmocka_unit_test (test_most_tasks),
         cmocka_unit_test (test_broken_xml),
-        cmocka_unit_test (test_cache_key),
-        cmocka_unit_test (test_cache_round_trip),
-        cmocka_unit_test (test_cache_seal),
-        cmocka_unit_test (test_index_list),
-        cmocka_unit_test (test_index_list_bad),
-        cmocka_unit_test (test_split_list),
-        cmocka_unit_test (test_step_gpus),
-        cmocka_unit_test (test_cores_cpuset),
         cmocka_unit_test (test_mini_more_ranks_than_cpus_evenly),
         cmocka_unit_test (test_mini_cores_the_machine_lacks),
-        cmocka_unit_test (test_cores_cpuset_bad),
-        cmocka_unit_test (test_site_key),
-        cmocka_unit_test (test_site_file_checked_in_a_child),
-        cmocka_unit_test (test_site_file_crash_leaves_no_core),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }
