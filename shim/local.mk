@@ -59,6 +59,13 @@ tests_unit_test_shim_wire_CFLAGS = $(UNIT_COMPILEFLAGS) $(PMIX_CFLAGS)
 tests_unit_test_shim_wire_LDFLAGS = $(UNIT_LINKFLAGS)
 tests_unit_test_shim_wire_LDADD = $(UNIT_LINKLIBS) -lm
 
+# The requests' references, with callbacks on threads of their own as PMIx runs them.
+check_PROGRAMS += tests/unit/test_shim_request
+tests_unit_test_shim_request_SOURCES = tests/unit/test_shim_request.c shim/request.c shim/world.c
+tests_unit_test_shim_request_CFLAGS = $(UNIT_COMPILEFLAGS) $(PMIX_CFLAGS) -pthread
+tests_unit_test_shim_request_LDFLAGS = $(UNIT_LINKFLAGS) -pthread
+tests_unit_test_shim_request_LDADD = $(UNIT_LINKLIBS) $(PMIX_LIBS) -lm
+
 # The library's own sources again, with the sanitizers, in a world of one (no PMIx server).
 check_PROGRAMS += tests/unit/test_shim_local
 tests_unit_test_shim_local_SOURCES = tests/unit/test_shim_local.c \
