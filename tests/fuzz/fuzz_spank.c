@@ -152,110 +152,170 @@ static void keep_consistent (void)
         it->cores = fuzz_dup ("0-3");
 }
 
-int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
+/* One input's directives: what slurmstepd is given before slurm_spank_init. */
+struct step_input {
+    char *av[ARGS_MAX]; /* the plugstack arguments, each its own copy */
+    int ac;
+    bool option; /* --dist-train given */
+    char *spec; /* its =SPEC, NULL without; in the input's text */
+    char topology[512];
+    char *expect[8], *taskenv[8]; /* NAME=VALUE, in the input's text */
+    int nexpect, ntaskenv;
+    int exittask; /* the local task that ends with the items' exit status */
+};
+
+/* A site's topology= names a file of the tree: nothing else is read. */
+static void add_arg (struct step_input *in, const char *value)
 {
-    static struct spank_handle *const sp = (struct spank_handle *) &standin_items;
-    char *text = fuzz_string (data, size), *p = text, *line;
-    char *av[ARGS_MAX], *spec = NULL, topology[512], *expect[8], *taskenv[8];
-    int nexpect = 0, ntaskenv = 0;
-    bool option = false;
-    int ac = 0, exittask = 0, t;
+    if (in->ac >= ARGS_MAX)
+        return;
+    if (strncmp (value, "topology=", 9) == 0 && strchr (value + 9, '/') == NULL
+        && value[9] != '\0') {
+        char *arg = malloc (strlen (FUZZ_TOPOLOGY_DIR) + strlen (value) + 2);
+        sprintf (arg, "topology=%s/%s", FUZZ_TOPOLOGY_DIR, value + 9);
+        in->av[in->ac++] = arg;
+    } else if (strncmp (value, "topology=/", 10) != 0) {
+        in->av[in->ac++] = fuzz_dup (value);
+    }
+}
 
-    standin_reset ();
-    snprintf (topology, sizeof (topology), "%s/minicluster-4gpu.xml", FUZZ_TOPOLOGY_DIR);
+/* NAME=VALUE into the stand-in's environment (env) or its names (host). */
+static void set_pair (char *value, void (*set) (const char *, const char *))
+{
+    char *eq = strchr (value, '=');
 
+    if (eq == NULL)
+        return;
+    *eq = '\0';
+    set (value, eq + 1);
+}
+
+/* NAME=VALUE kept for every task, at most 8 of them. */
+static void keep_pair (char **pairs, int *n, char *value)
+{
+    if (strchr (value, '=') != NULL && *n < 8)
+        pairs[(*n)++] = value;
+}
+
+static void parse_directive (struct step_input *in, const char *line, char *value)
+{
+    if (strcmp (line, "arg") == 0) {
+        add_arg (in, value);
+    } else if (strcmp (line, "option") == 0) {
+        in->option = true;
+        in->spec = *value != '\0' ? value : NULL;
+    } else if (strcmp (line, "item") == 0) {
+        parse_items (value, &in->exittask);
+    } else if (strcmp (line, "env") == 0) {
+        set_pair (value, standin_setenv);
+    } else if (strcmp (line, "taskenv") == 0) {
+        keep_pair (in->taskenv, &in->ntaskenv, value);
+    } else if (strcmp (line, "host") == 0) {
+        set_pair (value, standin_add_host);
+#ifdef FUZZ_SPANK_EXPECT
+    } else if (strcmp (line, "expect") == 0) {
+        keep_pair (in->expect, &in->nexpect, value);
+#endif
+    } else if (strcmp (line, "topology") == 0 && strchr (value, '/') == NULL && *value != '\0') {
+        snprintf (in->topology, sizeof (in->topology), "%s/%s", FUZZ_TOPOLOGY_DIR, value);
+    }
+}
+
+static void parse_input (struct step_input *in, char *text)
+{
+    char *p = text, *line;
+
+    snprintf (in->topology, sizeof (in->topology), "%s/minicluster-4gpu.xml", FUZZ_TOPOLOGY_DIR);
     while ((line = fuzz_line (&p)) != NULL) {
-        char *value = strchr (line, ' '), *eq;
+        char *value = strchr (line, ' ');
         if (value != NULL)
             *value++ = '\0';
         else
             value = line + strlen (line);
         unescape (value);
-        if (strcmp (line, "arg") == 0 && ac < ARGS_MAX) {
-            /* a site's topology= names a file of the tree: nothing else is read */
-            if (strncmp (value, "topology=", 9) == 0 && strchr (value + 9, '/') == NULL
-                && value[9] != '\0') {
-                char *arg = malloc (strlen (FUZZ_TOPOLOGY_DIR) + strlen (value) + 2);
-                sprintf (arg, "topology=%s/%s", FUZZ_TOPOLOGY_DIR, value + 9);
-                av[ac++] = arg;
-            } else if (strncmp (value, "topology=/", 10) != 0) {
-                av[ac++] = fuzz_dup (value);
-            }
-        } else if (strcmp (line, "option") == 0) {
-            option = true;
-            spec = *value != '\0' ? value : NULL;
-        } else if (strcmp (line, "item") == 0) {
-            parse_items (value, &exittask);
-        } else if (strcmp (line, "env") == 0 && (eq = strchr (value, '=')) != NULL) {
-            *eq = '\0';
-            standin_setenv (value, eq + 1);
-        } else if (strcmp (line, "taskenv") == 0 && strchr (value, '=') != NULL && ntaskenv < 8) {
-            taskenv[ntaskenv++] = value;
-        } else if (strcmp (line, "host") == 0 && (eq = strchr (value, '=')) != NULL) {
-            *eq = '\0';
-            standin_add_host (value, eq + 1);
-#ifdef FUZZ_SPANK_EXPECT
-        } else if (strcmp (line, "expect") == 0 && strchr (value, '=') != NULL && nexpect < 8) {
-            expect[nexpect++] = value;
-#endif
-        } else if (strcmp (line, "topology") == 0 && strchr (value, '/') == NULL
-                   && *value != '\0') {
-            snprintf (topology, sizeof (topology), "%s/%s", FUZZ_TOPOLOGY_DIR, value);
-        }
+        parse_directive (in, line, value);
     }
-    keep_consistent ();
-    setenv ("HWLOC_XMLFILE", topology, 1);
+}
 
-    /* slurmstepd: init, the options srun passed, post_opt, user_init */
-    if (slurm_spank_init (sp, ac, av) == 0) {
-        FUZZ_CHECK (standin_option != NULL);
-        if (option)
-            (void) standin_option->cb (standin_option->val, spec, 1);
-        (void) slurm_spank_init_post_opt (sp, ac, av);
-        FUZZ_CHECK (slurm_spank_user_init (sp, ac, av) == 0);
-        /* each task in its own process: its own copy of the environment (the
-         * plugin's state is the node's, which task_init only reads) */
-        standin_env_save ();
-        for (t = 0; t < (int) standin_items.local; t++) {
-            standin_items.task = t;
-            (void) slurm_spank_task_init_privileged (sp, ac, av);
-            for (int e = 0; e < ntaskenv; e++) {
-                char *eq = strchr (taskenv[e], '=');
-                *eq = '\0';
-                standin_setenv (taskenv[e], eq + 1);
-                *eq = '=';
-            }
-            (void) slurm_spank_task_init (sp, ac, av);
-            standin_trace_env ("of a task");
-            for (int e = 0; e < nexpect; e++) {
-                char *eq = strchr (expect[e], '=');
-                const char *got;
-                *eq = '\0';
-                got = standin_getenv (expect[e]);
-                if (got == NULL || strcmp (got, eq + 1) != 0)
-                    fprintf (stderr, "fuzz_spank: task %d: %s=%s, expected %s\n", t, expect[e],
-                             got != NULL ? got : "(unset)", eq + 1);
-                FUZZ_CHECK (got != NULL && strcmp (got, eq + 1) == 0);
-                *eq = '=';
-            }
-            standin_env_restore ();
-        }
-        /* back in slurmstepd, each task ends */
-        for (t = 0; t < (int) standin_items.local; t++) {
-            int status = standin_items.exit_status;
-            standin_items.task = t;
-            standin_items.exit_status = t == exittask ? status : 0;
-            (void) slurm_spank_task_exit (sp, ac, av);
-            standin_items.exit_status = status;
-        }
-        standin_items.task = -1;
-        /* the step ends: slurmstepd lets go of the node's state (leaks show) */
-        (void) slurm_spank_exit (sp, ac, av);
+/* What a plugin whose task_init ran first left in the task's environment. */
+static void set_taskenv (const struct step_input *in)
+{
+    for (int e = 0; e < in->ntaskenv; e++) {
+        char *eq = strchr (in->taskenv[e], '=');
+        *eq = '\0';
+        standin_setenv (in->taskenv[e], eq + 1);
+        *eq = '=';
     }
+}
+
+static void check_expect (const struct step_input *in, int t)
+{
+    for (int e = 0; e < in->nexpect; e++) {
+        char *eq = strchr (in->expect[e], '=');
+        const char *got;
+        *eq = '\0';
+        got = standin_getenv (in->expect[e]);
+        if (got == NULL || strcmp (got, eq + 1) != 0)
+            fprintf (stderr, "fuzz_spank: task %d: %s=%s, expected %s\n", t, in->expect[e],
+                     got != NULL ? got : "(unset)", eq + 1);
+        FUZZ_CHECK (got != NULL && strcmp (got, eq + 1) == 0);
+        *eq = '=';
+    }
+}
+
+/* slurmstepd: init, the options srun passed, post_opt, user_init, each task's
+ * task_init and task_exit, and the step's exit. */
+static void run_step (spank_t sp, struct step_input *in)
+{
+    int t;
+
+    if (slurm_spank_init (sp, in->ac, in->av) != 0)
+        return;
+    FUZZ_CHECK (standin_option != NULL);
+    if (in->option)
+        (void) standin_option->cb (standin_option->val, in->spec, 1);
+    (void) slurm_spank_init_post_opt (sp, in->ac, in->av);
+    FUZZ_CHECK (slurm_spank_user_init (sp, in->ac, in->av) == 0);
+    /* each task in its own process: its own copy of the environment (the
+     * plugin's state is the node's, which task_init only reads) */
+    standin_env_save ();
+    for (t = 0; t < (int) standin_items.local; t++) {
+        standin_items.task = t;
+        (void) slurm_spank_task_init_privileged (sp, in->ac, in->av);
+        set_taskenv (in);
+        (void) slurm_spank_task_init (sp, in->ac, in->av);
+        standin_trace_env ("of a task");
+        check_expect (in, t);
+        standin_env_restore ();
+    }
+    /* back in slurmstepd, each task ends */
+    for (t = 0; t < (int) standin_items.local; t++) {
+        int status = standin_items.exit_status;
+        standin_items.task = t;
+        standin_items.exit_status = t == in->exittask ? status : 0;
+        (void) slurm_spank_task_exit (sp, in->ac, in->av);
+        standin_items.exit_status = status;
+    }
+    standin_items.task = -1;
+    /* the step ends: slurmstepd lets go of the node's state (leaks show) */
+    (void) slurm_spank_exit (sp, in->ac, in->av);
+}
+
+int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
+{
+    static struct spank_handle *const sp = (struct spank_handle *) &standin_items;
+    char *text = fuzz_string (data, size);
+    struct step_input in = {.ac = 0};
+
+    standin_reset ();
+    parse_input (&in, text);
+    keep_consistent ();
+    setenv ("HWLOC_XMLFILE", in.topology, 1);
+    run_step (sp, &in);
     standin_reset ();
     unsetenv ("HWLOC_XMLFILE");
-    while (ac > 0)
-        free (av[--ac]);
+    while (in.ac > 0)
+        free (in.av[--in.ac]);
     free (text);
     return 0;
 }
