@@ -190,84 +190,82 @@ spank_err_t spank_option_getopt (spank_t sp, struct spank_option *opt, char **ar
     return ESPANK_ERROR;
 }
 
+/* The step's counts and ids, each a uint32_t; NULL for any other item. */
+static const uint32_t *step_count (const struct standin_items *it, spank_item_t item)
+{
+    switch (item) {
+    case S_JOB_ID:
+        return &it->job_id;
+    case S_JOB_STEPID:
+        return &it->step_id;
+    case S_JOB_NNODES:
+        return &it->nnodes;
+    case S_JOB_NODEID:
+        return &it->nodeid;
+    case S_JOB_TOTAL_TASK_COUNT:
+        return &it->ntasks;
+    case S_JOB_LOCAL_TASK_COUNT:
+        return &it->local;
+    case S_STEP_CPUS_PER_TASK:
+        return &it->cpus_per_task;
+    case S_SLURM_RESTART_COUNT:
+        return &it->restart;
+    default:
+        return NULL;
+    }
+}
+
+/* A task's global id to its local one, or back: the node's tasks are
+ * base .. base + local - 1. */
+static spank_err_t task_id_map (const struct standin_items *it, spank_item_t item, va_list *ap)
+{
+    uint32_t id = va_arg (*ap, uint32_t), *out = va_arg (*ap, uint32_t *);
+
+    if (item == S_JOB_GLOBAL_TO_LOCAL_ID && id >= it->base && id - it->base < it->local)
+        *out = id - it->base;
+    else if (item == S_JOB_LOCAL_TO_GLOBAL_ID && id < it->local)
+        *out = it->base + id;
+    else
+        return ESPANK_NOEXIST;
+    return ESPANK_SUCCESS;
+}
+
+/* What only task_init and task_exit may ask: the task they run for. */
+static spank_err_t task_item (const struct standin_items *it, spank_item_t item, va_list *ap)
+{
+    if (it->task < 0)
+        return ESPANK_NOT_TASK;
+    if (item == S_TASK_ID)
+        *va_arg (*ap, int *) = it->task;
+    else if (item == S_TASK_GLOBAL_ID)
+        *va_arg (*ap, uint32_t *) = it->base + (uint32_t) it->task;
+    else
+        *va_arg (*ap, int *) = it->exit_status;
+    return ESPANK_SUCCESS;
+}
+
 spank_err_t spank_get_item (spank_t sp, spank_item_t item, ...)
 {
     const struct standin_items *it = &standin_items;
     spank_err_t rc = ESPANK_SUCCESS;
-    uint32_t id, *out;
+    const uint32_t *count = step_count (it, item);
     va_list ap;
 
     if (sp == NULL)
         return ESPANK_BAD_ARG;
     va_start (ap, item);
-    switch (item) {
-    case S_JOB_ID:
-        *va_arg (ap, uint32_t *) = it->job_id;
-        break;
-    case S_JOB_STEPID:
-        *va_arg (ap, uint32_t *) = it->step_id;
-        break;
-    case S_JOB_NNODES:
-        *va_arg (ap, uint32_t *) = it->nnodes;
-        break;
-    case S_JOB_NODEID:
-        *va_arg (ap, uint32_t *) = it->nodeid;
-        break;
-    case S_JOB_TOTAL_TASK_COUNT:
-        *va_arg (ap, uint32_t *) = it->ntasks;
-        break;
-    case S_JOB_LOCAL_TASK_COUNT:
-        *va_arg (ap, uint32_t *) = it->local;
-        break;
-    case S_STEP_CPUS_PER_TASK:
-        *va_arg (ap, uint32_t *) = it->cpus_per_task;
-        break;
-    case S_SLURM_RESTART_COUNT:
-        *va_arg (ap, uint32_t *) = it->restart;
-        break;
-    case S_JOB_ENV:
+    if (count != NULL) {
+        *va_arg (ap, uint32_t *) = *count;
+    } else if (item == S_JOB_ENV) {
         *va_arg (ap, char ***) = env_array_make ();
-        break;
-    case S_JOB_ALLOC_CORES:
+    } else if (item == S_JOB_ALLOC_CORES) {
         *va_arg (ap, char **) = it->cores;
-        break;
-    case S_JOB_GLOBAL_TO_LOCAL_ID:
-        id = va_arg (ap, uint32_t);
-        out = va_arg (ap, uint32_t *);
-        if (id >= it->base && id - it->base < it->local)
-            *out = id - it->base;
-        else
-            rc = ESPANK_NOEXIST;
-        break;
-    case S_JOB_LOCAL_TO_GLOBAL_ID:
-        id = va_arg (ap, uint32_t);
-        out = va_arg (ap, uint32_t *);
-        if (id < it->local)
-            *out = it->base + id;
-        else
-            rc = ESPANK_NOEXIST;
-        break;
-    case S_TASK_ID:
-        if (it->task < 0)
-            rc = ESPANK_NOT_TASK;
-        else
-            *va_arg (ap, int *) = it->task;
-        break;
-    case S_TASK_GLOBAL_ID:
-        if (it->task < 0)
-            rc = ESPANK_NOT_TASK;
-        else
-            *va_arg (ap, uint32_t *) = it->base + (uint32_t) it->task;
-        break;
-    case S_TASK_EXIT_STATUS:
-        if (it->task < 0)
-            rc = ESPANK_NOT_TASK;
-        else
-            *va_arg (ap, int *) = it->exit_status;
-        break;
-    default:
+    } else if (item == S_JOB_GLOBAL_TO_LOCAL_ID || item == S_JOB_LOCAL_TO_GLOBAL_ID) {
+        rc = task_id_map (it, item, &ap);
+    } else if (item == S_TASK_ID || item == S_TASK_GLOBAL_ID || item == S_TASK_EXIT_STATUS) {
+        rc = task_item (it, item, &ap);
+    } else {
         rc = ESPANK_BAD_ARG;
-        break;
     }
     va_end (ap);
     return rc;
