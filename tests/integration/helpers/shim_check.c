@@ -78,80 +78,129 @@ static int facts (void)
     return 0;
 }
 
-static void one_size (size_t n, unsigned k)
+/* One round of collectives: n bytes from each rank, pattern k; the buffers are the round's. */
+struct round {
+    size_t n;
+    unsigned k;
+    uint8_t *mine, *all; /* n + 1 bytes; n bytes from every rank + 1 */
+    size_t *sizes; /* one per rank */
+};
+
+static void broadcast_from (const struct round *rd, int root)
 {
-    uint8_t *mine = malloc (n + 1), *all = malloc (n * (size_t) size + 1), *got;
-    size_t *sizes = calloc ((size_t) size, sizeof (*sizes)), off = 0, vn = 0;
+    fill (rd->mine, rd->n, rank == root ? root : 255, rd->k);
+    check (dtshim_broadcast (rd->mine, rd->n, root), "dtshim_broadcast");
+    expect (rd->mine, rd->n, root, rd->k, "broadcast");
+}
+
+static void gather_to (const struct round *rd, int root)
+{
+    fill (rd->mine, rd->n, rank, rd->k);
+    memset (rd->all, 0, rd->n * (size_t) size + 1);
+    check (dtshim_gather (rd->mine, rd->n, rd->all, root), "dtshim_gather");
+    for (int r = 0; rank == root && r < size; r++)
+        expect (rd->all + (size_t) r * rd->n, rd->n, r, rd->k, "gather");
+}
+
+/* Variable sizes: rank r contributes n + r bytes (0 for the root when n is 0). */
+static size_t gatherv_size (const struct round *rd, int r, int root)
+{
+    return rd->n == 0 && r == root ? 0 : rd->n + (size_t) r;
+}
+
+static void gatherv_to (const struct round *rd, int root)
+{
+    size_t vn = gatherv_size (rd, rank, root), off = 0;
+    uint8_t *got = malloc (vn + 1);
     void *vrecv;
 
-    for (int root = 0; root < size; root++) {
-        fill (mine, n, rank == root ? root : 255, k);
-        check (dtshim_broadcast (mine, n, root), "dtshim_broadcast");
-        expect (mine, n, root, k, "broadcast");
-
-        fill (mine, n, rank, k);
-        memset (all, 0, n * (size_t) size + 1);
-        check (dtshim_gather (mine, n, all, root), "dtshim_gather");
-        for (int r = 0; rank == root && r < size; r++)
-            expect (all + (size_t) r * n, n, r, k, "gather");
-
-        /* Variable sizes: rank r contributes n + r bytes (0 for the root when n is 0). */
-        vn = n == 0 && rank == root ? 0 : n + (size_t) rank;
-        got = malloc (vn + 1);
-        fill (got, vn, rank, k);
-        check (dtshim_gatherv (got, vn, &vrecv, sizes, root), "dtshim_gatherv");
-        free (got);
-        off = 0;
-        for (int r = 0; rank == root && r < size; r++) {
-            size_t want = n == 0 && r == root ? 0 : n + (size_t) r;
-            if (sizes[r] != want) {
-                printf ("FAIL rank %d: gatherv size of rank %d: %zu, want %zu\n", rank, r, sizes[r],
-                        want);
-                exit (1);
-            }
-            expect ((uint8_t *) vrecv + off, want, r, k, "gatherv");
-            off += want;
-        }
-        if (rank != root && vrecv != NULL) {
-            printf ("FAIL rank %d: gatherv gave a buffer to a non-root\n", rank);
-            exit (1);
-        }
-        dtshim_free (vrecv);
-
-        fill (mine, n, rank == root ? root : 254, k);
-        check (
-            dtshim_broadcastv (rank == root ? mine : NULL, rank == root ? n : 0, &vrecv, &vn, root),
-            "dtshim_broadcastv");
-        if (vn != n) {
-            printf ("FAIL rank %d: broadcastv gave %zu bytes, want %zu\n", rank, vn, n);
-            exit (1);
-        }
-        expect (vrecv, n, root, k, "broadcastv");
-        dtshim_free (vrecv);
-    }
-    fill (mine, n, rank, k);
-    check (dtshim_allgather (mine, n, all), "dtshim_allgather");
-    for (int r = 0; r < size; r++)
-        expect (all + (size_t) r * n, n, r, k, "allgather");
-
-    got = malloc (n + (size_t) rank + 1);
-    fill (got, n + (size_t) rank, rank, k);
-    check (dtshim_allgatherv (got, n + (size_t) rank, &vrecv, sizes), "dtshim_allgatherv");
+    fill (got, vn, rank, rd->k);
+    check (dtshim_gatherv (got, vn, &vrecv, rd->sizes, root), "dtshim_gatherv");
     free (got);
-    off = 0;
-    for (int r = 0; r < size; r++) {
-        if (sizes[r] != n + (size_t) r) {
-            printf ("FAIL rank %d: allgatherv size of rank %d: %zu\n", rank, r, sizes[r]);
+    for (int r = 0; rank == root && r < size; r++) {
+        size_t want = gatherv_size (rd, r, root);
+        if (rd->sizes[r] != want) {
+            printf ("FAIL rank %d: gatherv size of rank %d: %zu, want %zu\n", rank, r, rd->sizes[r],
+                    want);
             exit (1);
         }
-        expect ((uint8_t *) vrecv + off, sizes[r], r, k, "allgatherv");
-        off += sizes[r];
+        expect ((uint8_t *) vrecv + off, want, r, rd->k, "gatherv");
+        off += want;
+    }
+    if (rank != root && vrecv != NULL) {
+        printf ("FAIL rank %d: gatherv gave a buffer to a non-root\n", rank);
+        exit (1);
     }
     dtshim_free (vrecv);
+}
+
+static void broadcastv_from (const struct round *rd, int root)
+{
+    size_t n = rd->n, vn = 0;
+    void *vrecv;
+
+    fill (rd->mine, n, rank == root ? root : 254, rd->k);
+    check (
+        dtshim_broadcastv (rank == root ? rd->mine : NULL, rank == root ? n : 0, &vrecv, &vn, root),
+        "dtshim_broadcastv");
+    if (vn != n) {
+        printf ("FAIL rank %d: broadcastv gave %zu bytes, want %zu\n", rank, vn, n);
+        exit (1);
+    }
+    expect (vrecv, n, root, rd->k, "broadcastv");
+    dtshim_free (vrecv);
+}
+
+static void allgather_all (const struct round *rd)
+{
+    fill (rd->mine, rd->n, rank, rd->k);
+    check (dtshim_allgather (rd->mine, rd->n, rd->all), "dtshim_allgather");
+    for (int r = 0; r < size; r++)
+        expect (rd->all + (size_t) r * rd->n, rd->n, r, rd->k, "allgather");
+}
+
+/* Rank r contributes n + r bytes. */
+static void allgatherv_all (const struct round *rd)
+{
+    size_t n = rd->n, off = 0;
+    uint8_t *got = malloc (n + (size_t) rank + 1);
+    void *vrecv;
+
+    fill (got, n + (size_t) rank, rank, rd->k);
+    check (dtshim_allgatherv (got, n + (size_t) rank, &vrecv, rd->sizes), "dtshim_allgatherv");
+    free (got);
+    for (int r = 0; r < size; r++) {
+        if (rd->sizes[r] != n + (size_t) r) {
+            printf ("FAIL rank %d: allgatherv size of rank %d: %zu\n", rank, r, rd->sizes[r]);
+            exit (1);
+        }
+        expect ((uint8_t *) vrecv + off, rd->sizes[r], r, rd->k, "allgatherv");
+        off += rd->sizes[r];
+    }
+    dtshim_free (vrecv);
+}
+
+/* Every collective of n bytes, the rooted ones from every root. */
+static void one_size (size_t n, unsigned k)
+{
+    struct round rd = {.n = n,
+                       .k = k,
+                       .mine = malloc (n + 1),
+                       .all = malloc (n * (size_t) size + 1),
+                       .sizes = calloc ((size_t) size, sizeof (*rd.sizes))};
+
+    for (int root = 0; root < size; root++) {
+        broadcast_from (&rd, root);
+        gather_to (&rd, root);
+        gatherv_to (&rd, root);
+        broadcastv_from (&rd, root);
+    }
+    allgather_all (&rd);
+    allgatherv_all (&rd);
     check (dtshim_barrier (), "dtshim_barrier");
-    free (mine);
-    free (all);
-    free (sizes);
+    free (rd.mine);
+    free (rd.all);
+    free (rd.sizes);
 }
 
 /* Every value put stays in PMIx for the step and travels with every later fence: 4 MiB
@@ -218,6 +267,7 @@ static volatile sig_atomic_t chained;
 
 static void program_handler (int sig)
 {
+    (void) sig;
     chained++;
 }
 
@@ -405,19 +455,103 @@ static int abort_step (int victim)
     return 1;
 }
 
+/* Each mode with the words after it, in argv's order; argv ends with NULL. */
+static int run_facts (char **arg)
+{
+    (void) arg;
+    return facts ();
+}
+
+static int run_collectives (char **arg)
+{
+    return collectives ((unsigned) atoi (arg[0]));
+}
+
+static int run_preempt (char **arg)
+{
+    return preempt (arg[0]);
+}
+
+static int run_misuse (char **arg)
+{
+    (void) arg;
+    return misuse ();
+}
+
+static int run_idle (char **arg)
+{
+    return idle (arg[0]);
+}
+
+static int run_deadline (char **arg)
+{
+    return deadline (atoi (arg[0]), arg[1] != NULL ? arg[1] : "kill");
+}
+
+static int run_late (char **arg)
+{
+    return late (atoi (arg[0]), atoi (arg[1]));
+}
+
+static int run_abort (char **arg)
+{
+    return abort_step (atoi (arg[0]));
+}
+
+static int run_unique_id (char **arg)
+{
+    return unique_id (atoi (arg[0]));
+}
+
+static int run_unique_ids (char **arg)
+{
+    return unique_ids (atoi (arg[0]), atoi (arg[1]));
+}
+
+struct mode {
+    const char *name;
+    int words; /* how many words it needs after its name */
+    int (*run) (char **arg);
+    int finalize; /* 0 for deadline: leaves without dtshim_finalize, a rank is dead or stopped */
+};
+
+static const struct mode modes[] = {
+    {"facts", 0, run_facts, 1},         {"collectives", 1, run_collectives, 1},
+    {"preempt", 1, run_preempt, 1},     {"misuse", 0, run_misuse, 1},
+    {"idle", 1, run_idle, 1},           {"deadline", 1, run_deadline, 0},
+    {"late", 2, run_late, 1},           {"abort", 1, run_abort, 1},
+    {"unique-id", 1, run_unique_id, 1}, {"unique-ids", 2, run_unique_ids, 1},
+};
+
+/* The mode of that name given enough words after it, or NULL. */
+static const struct mode *find_mode (const char *name, int words)
+{
+    for (size_t i = 0; i < sizeof (modes) / sizeof (modes[0]); i++)
+        if (strcmp (name, modes[i].name) == 0 && words >= modes[i].words)
+            return &modes[i];
+    return NULL;
+}
+
+/* The program's own handler, installed first: libdtshim must chain to it. */
+static void chain_handler (void)
+{
+    struct sigaction sa;
+
+    memset (&sa, 0, sizeof (sa));
+    sa.sa_handler = program_handler;
+    sigaction (SIGUSR2, &sa, NULL);
+}
+
 int main (int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "facts";
-    struct sigaction sa;
+    char **arg = argv + (argc > 1 ? 2 : 1); /* the words after the mode */
+    const struct mode *m;
     int rv;
 
     setvbuf (stdout, NULL, _IOLBF, 0);
-    if (strcmp (mode, "preempt") == 0) {
-        /* The program's own handler, installed first: libdtshim must chain to it. */
-        memset (&sa, 0, sizeof (sa));
-        sa.sa_handler = program_handler;
-        sigaction (SIGUSR2, &sa, NULL);
-    }
+    if (strcmp (mode, "preempt") == 0)
+        chain_handler ();
     rv = dtshim_init ();
     if (strcmp (mode, "init") == 0) {
         printf ("dtshim_init: %s%s%s\n", dtshim_strerror (rv), *dtshim_last_error () ? ": " : "",
@@ -427,28 +561,11 @@ int main (int argc, char **argv)
     check (rv, "dtshim_init");
     rank = dtshim_rank ();
     size = dtshim_size ();
-    if (strcmp (mode, "facts") == 0)
-        rv = facts ();
-    else if (strcmp (mode, "collectives") == 0 && argc > 2)
-        rv = collectives ((unsigned) atoi (argv[2]));
-    else if (strcmp (mode, "preempt") == 0 && argc > 2)
-        rv = preempt (argv[2]);
-    else if (strcmp (mode, "misuse") == 0)
-        rv = misuse ();
-    else if (strcmp (mode, "idle") == 0 && argc > 2)
-        rv = idle (argv[2]);
-    else if (strcmp (mode, "deadline") == 0 && argc > 2)
-        return deadline (atoi (argv[2]), argc > 3 ? argv[3] : "kill");
-    else if (strcmp (mode, "late") == 0 && argc > 3)
-        rv = late (atoi (argv[2]), atoi (argv[3]));
-    else if (strcmp (mode, "abort") == 0 && argc > 2)
-        rv = abort_step (atoi (argv[2]));
-    else if (strcmp (mode, "unique-id") == 0 && argc > 2)
-        rv = unique_id (atoi (argv[2]));
-    else if (strcmp (mode, "unique-ids") == 0 && argc > 3)
-        rv = unique_ids (atoi (argv[2]), atoi (argv[3]));
-    else
+    if ((m = find_mode (mode, (int) (argc - (arg - argv)))) == NULL)
         return fprintf (stderr, "shim_check: unknown mode %s\n", mode), 2;
+    rv = m->run (arg);
+    if (!m->finalize)
+        return rv;
     check (dtshim_finalize (), "dtshim_finalize");
     return rv;
 }
