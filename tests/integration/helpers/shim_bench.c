@@ -114,107 +114,146 @@ static void large (size_t n, const char *name)
     free (all);
 }
 
-int main (int argc, char **argv)
-{
-    int n = argc > 1 ? atoi (argv[1]) : 300, warm = 20, key = 0;
-    bool raw;
-    double *t[8], t0;
+/* The run: its iterations, the buffers each pair exchanges, each call's times in t. */
+struct bench {
+    int n, warm; /* timed iterations, after warm untimed ones */
+    bool raw; /* the step has PMIx: the raw figures beside the shim's */
+    int key; /* the next raw exchange's key: each is put once */
     uint8_t id[128], word[8], *words;
+    double *t[8]; /* each call's times in microseconds, one array per call timed */
+};
+
+/* Where iteration i's time goes: the warm-up's are overwritten by the first timed one. */
+static int slot (const struct bench *b, int i)
+{
+    return i - b->warm < 0 ? 0 : i - b->warm;
+}
+
+/* A pair interleaved, so that both see the same cluster and the same PMIx store: each
+ * iteration times one call and then the other, into t[first] and t[first + 1]. */
+static void time_pair (struct bench *b, void (*one) (struct bench *),
+                       void (*other) (struct bench *), int first)
+{
+    for (int i = 0; i < b->n + b->warm; i++) {
+        double t0 = now_us ();
+        one (b);
+        b->t[first][slot (b, i)] = now_us () - t0;
+        t0 = now_us ();
+        other (b);
+        b->t[first + 1][slot (b, i)] = now_us () - t0;
+    }
+}
+
+static void shim_barrier (struct bench *b)
+{
+    (void) b;
+    dtshim_barrier ();
+}
+
+static void shim_decision (struct bench *b)
+{
+    (void) b;
+    if (dtshim_should_preempt () != 0)
+        die ("dtshim_should_preempt", 0);
+}
+
+/* Every fence here collects data: dtshim_barrier is a fence with data, and without data
+ * Slurm's PMIx fence waits for no one: no barrier. */
+static void raw_barrier (struct bench *b)
+{
+    if (b->raw)
+        raw_fence (true);
+}
+
+static void raw_broadcast (struct bench *b)
+{
+    if (b->raw && rank == 0)
+        raw_put (b->key, b->id, sizeof (b->id));
+    if (b->raw)
+        raw_fence (true);
+    if (b->raw && rank != 0)
+        raw_get (b->key, 0, b->id, sizeof (b->id));
+    b->key++;
+}
+
+static void shim_broadcast (struct bench *b)
+{
+    if (dtshim_broadcast (b->id, sizeof (b->id), 0) != DTSHIM_OK)
+        die ("dtshim_broadcast", 0);
+}
+
+static void raw_allgather (struct bench *b)
+{
+    if (b->raw) {
+        raw_put (b->key, b->word, sizeof (b->word));
+        raw_fence (true);
+        for (int r = 0; r < size; r++)
+            raw_get (b->key, r, b->words + r * sizeof (b->word), sizeof (b->word));
+    }
+    b->key++;
+}
+
+static void shim_allgather (struct bench *b)
+{
+    if (dtshim_allgather (b->word, sizeof (b->word), b->words) != DTSHIM_OK)
+        die ("dtshim_allgather", 0);
+}
+
+static void report_all (const struct bench *b)
+{
+    if (rank == 0)
+        printf ("%d ranks on %d nodes over %s, %d iterations (after %d warm-up):\n", size,
+                dtshim_node_count (), dtshim_backend (), b->n, b->warm);
+    if (b->raw)
+        report ("raw PMIx fence", b->t[0], b->n);
+    report ("dtshim_barrier", b->t[1], b->n);
+    if (b->raw)
+        report ("raw PMIx broadcast 128 B", b->t[2], b->n);
+    report ("dtshim_broadcast 128 B", b->t[3], b->n);
+    if (b->raw)
+        report ("raw PMIx allgather 8 B/rank", b->t[4], b->n);
+    report ("dtshim_allgather 8 B/rank", b->t[5], b->n);
+    report ("dtshim_barrier (beside the decision)", b->t[6], b->n);
+    report ("dtshim_should_preempt (none asked)", b->t[7], b->n);
+}
+
+/* The shim, and PMIx beside it where the step has PMIx; over PMI-2, the shim's alone. */
+static void start (struct bench *b)
+{
     pmix_status_t rc;
 
     if (dtshim_init () != DTSHIM_OK || dtshim_size () < 2)
         die ("dtshim_init (launch with srun --mpi=pmix or --mpi=pmi2)", 0);
-    /* The raw PMIx figures only where the step has PMIx; over PMI-2, the shim's alone. */
-    raw = dtshim_has_pmix () == 1;
-    if (raw && (rc = PMIx_Init (&self, NULL, 0)) != PMIX_SUCCESS)
+    b->raw = dtshim_has_pmix () == 1;
+    if (b->raw && (rc = PMIx_Init (&self, NULL, 0)) != PMIX_SUCCESS)
         die ("PMIx_Init", rc);
     PMIX_LOAD_PROCID (&job, self.nspace, PMIX_RANK_WILDCARD);
     rank = dtshim_rank ();
     size = dtshim_size ();
-    words = malloc (sizeof (word) * (size_t) size);
+    b->words = malloc (sizeof (b->word) * (size_t) size);
     for (int k = 0; k < 8; k++)
-        t[k] = calloc ((size_t) (n + warm), sizeof (double));
-    memset (id, 7, sizeof (id));
-    memset (word, rank, sizeof (word));
+        b->t[k] = calloc ((size_t) (b->n + b->warm), sizeof (double));
+    memset (b->id, 7, sizeof (b->id));
+    memset (b->word, rank, sizeof (b->word));
+}
 
+int main (int argc, char **argv)
+{
+    struct bench b = {.warm = 20};
+
+    b.n = argc > 1 ? atoi (argv[1]) : 300;
+    start (&b);
     /* One preemption decision (nobody asked: the common case) next to a barrier, first:
      * it puts nothing, and the pairs after it put keys that every later fence carries. */
-    for (int i = 0; i < n + warm; i++) {
-        int at = i - warm < 0 ? 0 : i - warm;
-
-        t0 = now_us ();
-        dtshim_barrier ();
-        t[6][at] = now_us () - t0;
-        t0 = now_us ();
-        if (dtshim_should_preempt () != 0)
-            die ("dtshim_should_preempt", 0);
-        t[7][at] = now_us () - t0;
-    }
-    /* Each pair interleaved, so that both see the same cluster and the same PMIx store;
-	 * the pairs one after the other. Every fence here collects data: dtshim_barrier is a
-	 * fence with data, and a raw fence without data is no barrier under Slurm's PMIx. */
-    for (int i = 0; i < n + warm; i++) {
-        int at = i - warm < 0 ? 0 : i - warm;
-
-        t0 = now_us ();
-        if (raw)
-            raw_fence (true); /* without data Slurm's fence waits for no one: no barrier */
-        t[0][at] = now_us () - t0;
-        t0 = now_us ();
-        dtshim_barrier ();
-        t[1][at] = now_us () - t0;
-    }
-    for (int i = 0; i < n + warm; i++) {
-        int at = i - warm < 0 ? 0 : i - warm;
-
-        t0 = now_us ();
-        if (raw && rank == 0)
-            raw_put (key, id, sizeof (id));
-        if (raw)
-            raw_fence (true);
-        if (raw && rank != 0)
-            raw_get (key, 0, id, sizeof (id));
-        key++;
-        t[2][at] = now_us () - t0;
-        t0 = now_us ();
-        if (dtshim_broadcast (id, sizeof (id), 0) != DTSHIM_OK)
-            die ("dtshim_broadcast", 0);
-        t[3][at] = now_us () - t0;
-    }
-    for (int i = 0; i < n + warm; i++) {
-        int at = i - warm < 0 ? 0 : i - warm;
-
-        t0 = now_us ();
-        if (raw) {
-            raw_put (key, word, sizeof (word));
-            raw_fence (true);
-            for (int r = 0; r < size; r++)
-                raw_get (key, r, words + r * sizeof (word), sizeof (word));
-        }
-        key++;
-        t[4][at] = now_us () - t0;
-        t0 = now_us ();
-        if (dtshim_allgather (word, sizeof (word), words) != DTSHIM_OK)
-            die ("dtshim_allgather", 0);
-        t[5][at] = now_us () - t0;
-    }
-    if (rank == 0)
-        printf ("%d ranks on %d nodes over %s, %d iterations (after %d warm-up):\n", size,
-                dtshim_node_count (), dtshim_backend (), n, warm);
-    if (raw)
-        report ("raw PMIx fence", t[0], n);
-    report ("dtshim_barrier", t[1], n);
-    if (raw)
-        report ("raw PMIx broadcast 128 B", t[2], n);
-    report ("dtshim_broadcast 128 B", t[3], n);
-    if (raw)
-        report ("raw PMIx allgather 8 B/rank", t[4], n);
-    report ("dtshim_allgather 8 B/rank", t[5], n);
-    report ("dtshim_barrier (beside the decision)", t[6], n);
-    report ("dtshim_should_preempt (none asked)", t[7], n);
+    time_pair (&b, shim_barrier, shim_decision, 6);
+    /* the pairs one after the other */
+    time_pair (&b, raw_barrier, shim_barrier, 0);
+    time_pair (&b, raw_broadcast, shim_broadcast, 2);
+    time_pair (&b, raw_allgather, shim_allgather, 4);
+    report_all (&b);
     large (64 << 10, "dtshim_allgather 64 KiB/rank");
     large (1 << 20, "dtshim_allgather 1 MiB/rank");
-    if (raw)
+    if (b.raw)
         PMIx_Finalize (NULL, 0);
     dtshim_finalize ();
     return 0;
