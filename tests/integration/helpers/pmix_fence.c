@@ -14,69 +14,93 @@ static int fail (const char *call, pmix_status_t rc)
     return 1;
 }
 
-int main (void)
+/* The job's size, in *size; 0, or 1 after naming the failing call. */
+static int job_size (const pmix_proc_t *job, uint32_t *size)
 {
-    pmix_proc_t self, peer, job;
-    pmix_value_t value, *got = NULL;
+    pmix_value_t *got = NULL;
+    pmix_status_t rc = PMIx_Get (job, PMIX_JOB_SIZE, NULL, 0, &got);
+
+    if (rc != PMIX_SUCCESS)
+        return fail ("PMIx_Get(PMIX_JOB_SIZE)", rc);
+    *size = got->data.uint32;
+    PMIX_VALUE_RELEASE (got);
+    return 0;
+}
+
+/* This rank's hostname, put and committed, then a fence that collects every rank's. */
+static int put_and_fence (const pmix_proc_t *job, char *host)
+{
+    pmix_value_t value;
     pmix_info_t collect;
     bool yes = true;
+    pmix_status_t rc;
+
+    value.type = PMIX_STRING;
+    value.data.string = host;
+    rc = PMIx_Put (PMIX_GLOBAL, HOSTNAME_KEY, &value);
+    if (rc != PMIX_SUCCESS)
+        return fail ("PMIx_Put", rc);
+    rc = PMIx_Commit ();
+    if (rc != PMIX_SUCCESS)
+        return fail ("PMIx_Commit", rc);
+    PMIX_INFO_LOAD (&collect, PMIX_COLLECT_DATA, &yes, PMIX_BOOL);
+    rc = PMIx_Fence (job, 1, &collect, 1);
+    if (rc != PMIX_SUCCESS && rc != PMIX_OPERATION_SUCCEEDED)
+        return fail ("PMIx_Fence", rc);
+    return 0;
+}
+
+/* Every rank's hostname, in rank order, comma-separated into seen. */
+static int read_hosts (const pmix_proc_t *self, uint32_t size, char *seen, size_t len)
+{
+    pmix_proc_t peer;
+    pmix_value_t *got = NULL;
+    pmix_status_t rc;
+
+    PMIX_LOAD_NSPACE (peer.nspace, self->nspace);
+    for (uint32_t rank = 0; rank < size; rank++) {
+        peer.rank = rank;
+        rc = PMIx_Get (&peer, HOSTNAME_KEY, NULL, 0, &got);
+        if (rc != PMIX_SUCCESS || got->type != PMIX_STRING) {
+            fprintf (stderr, "pmix_fence: rank %u: PMIx_Get(rank %u) failed: %s\n", self->rank,
+                     rank, PMIx_Error_string (rc));
+            return 1;
+        }
+        if (rank > 0)
+            strncat (seen, ",", len - strlen (seen) - 1);
+        strncat (seen, got->data.string, len - strlen (seen) - 1);
+        PMIX_VALUE_RELEASE (got);
+    }
+    return 0;
+}
+
+static int exchange (const pmix_proc_t *self)
+{
+    pmix_proc_t job;
     char host[256] = "";
     char seen[4096] = "";
-    uint32_t size, rank;
+    uint32_t size;
+
+    PMIX_LOAD_PROCID (&job, self->nspace, PMIX_RANK_WILDCARD);
+    if (job_size (&job, &size) != 0)
+        return 1;
+    gethostname (host, sizeof (host) - 1);
+    if (put_and_fence (&job, host) != 0 || read_hosts (self, size, seen, sizeof (seen)) != 0)
+        return 1;
+    printf ("rank %u of %u on %s: saw %s\n", self->rank, size, host, seen);
+    return 0;
+}
+
+int main (void)
+{
+    pmix_proc_t self;
     pmix_status_t rc;
-    int status = 1;
+    int status;
 
     rc = PMIx_Init (&self, NULL, 0);
     if (rc != PMIX_SUCCESS)
         return fail ("PMIx_Init", rc);
-
-    PMIX_LOAD_PROCID (&job, self.nspace, PMIX_RANK_WILDCARD);
-    rc = PMIx_Get (&job, PMIX_JOB_SIZE, NULL, 0, &got);
-    if (rc != PMIX_SUCCESS) {
-        fail ("PMIx_Get(PMIX_JOB_SIZE)", rc);
-        goto out;
-    }
-    size = got->data.uint32;
-    PMIX_VALUE_RELEASE (got);
-
-    gethostname (host, sizeof (host) - 1);
-    value.type = PMIX_STRING;
-    value.data.string = host;
-    rc = PMIx_Put (PMIX_GLOBAL, HOSTNAME_KEY, &value);
-    if (rc != PMIX_SUCCESS) {
-        fail ("PMIx_Put", rc);
-        goto out;
-    }
-    rc = PMIx_Commit ();
-    if (rc != PMIX_SUCCESS) {
-        fail ("PMIx_Commit", rc);
-        goto out;
-    }
-
-    PMIX_INFO_LOAD (&collect, PMIX_COLLECT_DATA, &yes, PMIX_BOOL);
-    rc = PMIx_Fence (&job, 1, &collect, 1);
-    if (rc != PMIX_SUCCESS && rc != PMIX_OPERATION_SUCCEEDED) {
-        fail ("PMIx_Fence", rc);
-        goto out;
-    }
-
-    PMIX_LOAD_NSPACE (peer.nspace, self.nspace);
-    for (rank = 0; rank < size; rank++) {
-        peer.rank = rank;
-        rc = PMIx_Get (&peer, HOSTNAME_KEY, NULL, 0, &got);
-        if (rc != PMIX_SUCCESS || got->type != PMIX_STRING) {
-            fprintf (stderr, "pmix_fence: rank %u: PMIx_Get(rank %u) failed: %s\n", self.rank, rank,
-                     PMIx_Error_string (rc));
-            goto out;
-        }
-        if (rank > 0)
-            strncat (seen, ",", sizeof (seen) - strlen (seen) - 1);
-        strncat (seen, got->data.string, sizeof (seen) - strlen (seen) - 1);
-        PMIX_VALUE_RELEASE (got);
-    }
-    printf ("rank %u of %u on %s: saw %s\n", self.rank, size, host, seen);
-    status = 0;
-out:
+    status = exchange (&self);
     rc = PMIx_Finalize (NULL, 0);
     if (rc != PMIX_SUCCESS)
         return fail ("PMIx_Finalize", rc);

@@ -99,31 +99,12 @@ static int run_async (int steps, int sigrank, int sigstep)
     return steps;
 }
 
-int main (int argc, char **argv)
+/* early, late: a step's collectives, then the decision, which must be 1 from sigstep on;
+ * returns the step this rank stopped at (steps: never). */
+static int run_steps (int steps, int sigrank, int sigstep, bool late, int32_t *all)
 {
-    int steps, sigrank, sigstep, step, decided = 0, r;
-    bool late;
-    int32_t *all, stop;
+    int step, decided;
 
-    if (argc != 5
-        || (strcmp (argv[4], "early") != 0 && strcmp (argv[4], "late") != 0
-            && strcmp (argv[4], "async") != 0)) {
-        fprintf (stderr, "usage: preempt_stress STEPS SIGRANK SIGSTEP early|late|async\n");
-        return 2;
-    }
-    steps = atoi (argv[1]);
-    sigrank = atoi (argv[2]);
-    sigstep = atoi (argv[3]);
-    late = strcmp (argv[4], "late") == 0;
-    check (dtshim_init (), "dtshim_init", -1);
-    rank = dtshim_rank ();
-    size = dtshim_size ();
-    if ((all = calloc ((size_t) size, sizeof (*all))) == NULL)
-        return 1;
-    if (strcmp (argv[4], "async") == 0) {
-        step = run_async (steps, sigrank, sigstep);
-        goto compare;
-    }
     for (step = 0; step < steps; step++) {
         if (rank == sigrank && step == sigstep && !late)
             raise (SIGUSR2);
@@ -142,14 +123,19 @@ int main (int argc, char **argv)
         if (decided)
             break;
     }
-compare:
+    return step;
+}
+
+/* Where every rank stopped, compared in one more collective. */
+static void compare (int step, int steps, int32_t *all)
+{
+    int32_t stop = step;
+
     /* said first: a collective after a disagreement may fail */
     printf ("rank %d: decided at %d\n", rank, step);
     fflush (stdout);
-    /* where every rank stopped, compared in one more collective */
-    stop = step;
     check (dtshim_allgather (&stop, sizeof (stop), all), "dtshim_allgather (stop)", step);
-    for (r = 0; r < size; r++)
+    for (int r = 0; r < size; r++)
         if (all[r] != stop) {
             printf ("FAIL rank %d: stopped at %d, rank %d at %d\n", rank, (int) stop, r,
                     (int) all[r]);
@@ -158,6 +144,32 @@ compare:
     printf ("rank %d: stopped at %d after %d decisions\n", rank, (int) stop,
             step < steps ? step + 1 : steps);
     fflush (stdout);
+}
+
+int main (int argc, char **argv)
+{
+    int steps, sigrank, sigstep, step;
+    int32_t *all;
+
+    if (argc != 5
+        || (strcmp (argv[4], "early") != 0 && strcmp (argv[4], "late") != 0
+            && strcmp (argv[4], "async") != 0)) {
+        fprintf (stderr, "usage: preempt_stress STEPS SIGRANK SIGSTEP early|late|async\n");
+        return 2;
+    }
+    steps = atoi (argv[1]);
+    sigrank = atoi (argv[2]);
+    sigstep = atoi (argv[3]);
+    check (dtshim_init (), "dtshim_init", -1);
+    rank = dtshim_rank ();
+    size = dtshim_size ();
+    if ((all = calloc ((size_t) size, sizeof (*all))) == NULL)
+        return 1;
+    if (strcmp (argv[4], "async") == 0)
+        step = run_async (steps, sigrank, sigstep);
+    else
+        step = run_steps (steps, sigrank, sigstep, strcmp (argv[4], "late") == 0, all);
+    compare (step, steps, all);
     free (all);
     check (dtshim_finalize (), "dtshim_finalize", step);
     return 0;
