@@ -37,7 +37,7 @@ static void test_node_name_in_fail_fast_log (void **state)
             "env SLURM_DIST_TRAIN_SRUN=step=88.2 rank0=n1 addr=10.9.0.1 fail_fast=1\n");
 }
 
-/* Issue 12: SLURM_STEP_NODELIST and SLURM_STEP_TASKS_PER_NODE were read into
+/* SLURM_STEP_NODELIST and SLURM_STEP_TASKS_PER_NODE were once read into
  * 8 KiB buffers, and a step of 1,500 nodes whose names do not compress
  * (12 KiB and more) failed every task with "cannot read the step's nodes".
  * Here 1,500 names of 9 to 13 characters (about 17 KiB), the last node's

@@ -154,8 +154,9 @@ static void watchdog_fires_without_progress (void **state)
     assert_int_equal (run_watched (0.5, 3), 124);
 }
 
-/* Issue 12 §2: a thread wedged inside stdio with stderr locked must not keep the watchdog
- * from ending the process (it wrote its message with fprintf, which waited for the lock). */
+/* A thread wedged inside stdio with stderr locked must not keep the watchdog from ending
+ * the process: the watchdog once wrote its message with fprintf, which waited for that lock
+ * for ever; shim/watchdog.c now writes it with write(2). */
 static void watchdog_fires_with_stderr_locked (void **state)
 {
     pid_t pid = fork ();
