@@ -25,8 +25,8 @@ restore() { cp "$src"/scripts/{slurm-chroot,deps,packages-cluster.txt,packages-c
 
 base=$(key) || { echo "FAIL: slurm-chroot key 24.11 failed"; exit 1; }
 [[ $base =~ ^[0-9a-f]{16}$ ]] || fail "the key is not 16 hex digits: '$base'"
-[[ $(key) == "$base" ]] && ok "the key is the same twice: $base" || fail "the key changed between two runs"
-[[ $(key 26.05) != "$base" ]] && ok "24.11 and 26.05 have different keys" || fail "24.11 and 26.05 share a key"
+if [[ $(key) == "$base" ]]; then ok "the key is the same twice: $base"; else fail "the key changed between two runs"; fi
+if [[ $(key 26.05) != "$base" ]]; then ok "24.11 and 26.05 have different keys"; else fail "24.11 and 26.05 share a key"; fi
 
 # changed/same DESCRIPTION: the key after an edit differs from (is) the base;
 # then the copy is restored.
@@ -59,13 +59,17 @@ changed "a package added to scripts/deps"
 sed -i 's/--variant=minbase/--variant=buildd/' "$chroot_cmd"
 changed "another mmdebstrap variant in build_tree"
 
+# (the $ are the script's own text, not this shell's)
+# shellcheck disable=SC2016
 sed -i 's/^\(    chmod 0755 "\$dir"\)$/\1; touch "$dir\/x"/' "$chroot_cmd"
+# shellcheck disable=SC2016
 grep -q 'touch "$dir/x"' "$chroot_cmd" || fail "the edit of build_tree did not apply"
 changed "a line added to build_tree"
 
 printf '# a comment\n\n' >>"$work/tree/scripts/packages-chroot.txt"
 same "a comment in packages-chroot.txt"
 
+# shellcheck disable=SC2016
 sed -i 's/^run_timeout=\${SLURM_CHROOT_TIMEOUT:-3600}$/run_timeout=${SLURM_CHROOT_TIMEOUT:-60}/' "$chroot_cmd"
 grep -q 'TIMEOUT:-60}$' "$chroot_cmd" || fail "the edit of run_timeout did not apply"
 same "a change to how a tree is run (not built)"
@@ -80,6 +84,8 @@ if [[ $(id -u) -ne 0 ]] || ! unshare --mount true 2>/dev/null; then
 else
     cache=$work/cache
     mkdir -p "$cache/trixie/dev" && echo keep >"$cache/trixie/dev/file"
+    # (the inner bash expands $1 and $2: the arguments after -)
+    # shellcheck disable=SC2016
     out=$(SLURM_CHROOT_CACHE=$cache unshare --mount --propagation private bash -c '
         mount -t tmpfs slurm-chroot-test "$1/trixie/dev" || exit 3
         "$2" remove 24.11 2>&1 && echo "REMOVED"
