@@ -11,7 +11,8 @@ PLUGIN_SO="$top/spank/.libs/dist_train.so"
 
 say() { printf '%s: %s\n' "$(basename "$0")" "$*" >&2; }
 die() { say "error: $*"; exit 1; }
-step() { printf '\n==> %s\n' "$*" >&2; }
+# (with the clock, so that a log shows where a long run spends its time)
+step() { printf '\n==> %s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
 # For the benchmarks: "median, mean, min, max" of the millisecond figures given.
 stats() {
