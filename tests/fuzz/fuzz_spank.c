@@ -31,6 +31,11 @@
  * that a leak shows and every input may report a failed rank. */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "spank/dist_train.h"
@@ -90,6 +95,33 @@ static uint32_t number (const char *s)
     return (uint32_t) strtoul (s, NULL, 0);
 }
 
+/* The step's numbers that a directive "NAME=N" sets, by name. */
+static const struct {
+    const char *name;
+    size_t offset;
+} number_items[] = {
+    {"job", offsetof (struct standin_items, job_id)},
+    {"step", offsetof (struct standin_items, step_id)},
+    {"nnodes", offsetof (struct standin_items, nnodes)},
+    {"nodeid", offsetof (struct standin_items, nodeid)},
+    {"ntasks", offsetof (struct standin_items, ntasks)},
+    {"local", offsetof (struct standin_items, local)},
+    {"base", offsetof (struct standin_items, base)},
+    {"cpus", offsetof (struct standin_items, cpus_per_task)},
+    {"restart", offsetof (struct standin_items, restart)},
+};
+
+/* Set the step's number NAME to v; false when NAME is none of them. */
+static bool set_number_item (const char *name, const char *v)
+{
+    for (size_t i = 0; i < sizeof (number_items) / sizeof (number_items[0]); i++)
+        if (strcmp (name, number_items[i].name) == 0) {
+            *(uint32_t *) ((char *) &standin_items + number_items[i].offset) = number (v);
+            return true;
+        }
+    return false;
+}
+
 static void parse_items (char *words, int *exittask)
 {
     struct standin_items *it = &standin_items;
@@ -100,25 +132,9 @@ static void parse_items (char *words, int *exittask)
         if (v == NULL)
             continue;
         *v++ = '\0';
-        if (strcmp (w, "job") == 0)
-            it->job_id = number (v);
-        else if (strcmp (w, "step") == 0)
-            it->step_id = number (v);
-        else if (strcmp (w, "nnodes") == 0)
-            it->nnodes = number (v);
-        else if (strcmp (w, "nodeid") == 0)
-            it->nodeid = number (v);
-        else if (strcmp (w, "ntasks") == 0)
-            it->ntasks = number (v);
-        else if (strcmp (w, "local") == 0)
-            it->local = number (v);
-        else if (strcmp (w, "base") == 0)
-            it->base = number (v);
-        else if (strcmp (w, "cpus") == 0)
-            it->cpus_per_task = number (v);
-        else if (strcmp (w, "restart") == 0)
-            it->restart = number (v);
-        else if (strcmp (w, "exit") == 0)
+        if (set_number_item (w, v))
+            continue;
+        if (strcmp (w, "exit") == 0)
             it->exit_status = (int) number (v);
         else if (strcmp (w, "exittask") == 0)
             *exittask = (int) number (v);
