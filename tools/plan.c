@@ -192,6 +192,7 @@ static int allowed_cpus (const struct options *o, const struct dist_topo *t, hwl
     missing = hwloc_bitmap_alloc ();
     if (dist_topo_cores_cpuset (t, o->cores, allowed, missing, err, sizeof (err)) < 0) {
         fprintf (stderr, "dist-train-plan: --cores: %s\n", err);
+        hwloc_bitmap_free (missing);
         return -1;
     }
     if (!hwloc_bitmap_iszero (missing)) {
