@@ -50,11 +50,15 @@ static void put_pos (struct env_builder *b, const char *name, enum dist_overwrit
 #define SET(kind, name, overwrite, value) put_##kind (&b, name, overwrite, value);
 #define COUNT(kind, name, overwrite, value) +1
 
-/* What every profile gets: the interface that reaches rank 0, the shim's watchdog. */
+/* What every profile gets: the interface that reaches rank 0, the shim's watchdog; and
+ * the plugin's own choices under names a user does not set, so that dist-train-doctor
+ * can compare them with NCCL's, gloo's and the kernel's. */
 #define COMMON_VARS(VAR)                                                                           \
     VAR (str, "NCCL_SOCKET_IFNAME", DIST_DEFAULT, step->ifname)                                    \
     VAR (str, "GLOO_SOCKET_IFNAME", DIST_DEFAULT, step->ifname)                                    \
-    VAR (pos, "DIST_TRAIN_WATCHDOG", DIST_DEFAULT, step->watchdog_s)
+    VAR (pos, "DIST_TRAIN_WATCHDOG", DIST_DEFAULT, step->watchdog_s)                               \
+    VAR (str, "DIST_TRAIN_IFNAME", DIST_FACT, step->ifname)                                        \
+    VAR (str, "DIST_TRAIN_PORT_RANGE", DIST_FACT, ports)
 
 /* The ranks of one task per rank: submitit's export() writes them itself. */
 #define RANK_VARS(VAR)                                                                             \
@@ -159,13 +163,16 @@ size_t dist_env_build (enum dist_profile profile, const struct dist_step *step, 
 {
     struct env_builder b = {.out = out, .n = 0};
     uint32_t nproc = step->nproc_per_node > 0 ? step->nproc_per_node : 1;
-    char run[DIST_VALUE_MAX], coordinator[DIST_VALUE_MAX];
+    char run[DIST_VALUE_MAX], coordinator[DIST_VALUE_MAX], ports[16] = "";
 
     snprintf (run, sizeof (run), "slurm-%lu.%lu", (unsigned long) step->job_id,
               (unsigned long) step->step_id);
     snprintf (coordinator, sizeof (coordinator),
               strchr (step->master_addr, ':') != NULL ? "[%s]:%u" : "%s:%u", step->master_addr,
               (unsigned) step->master_port);
+    if (step->port_lo > 0)
+        snprintf (ports, sizeof (ports), "%u-%u", (unsigned) step->port_lo,
+                  (unsigned) step->port_hi);
 #define CASE(p, vars)                                                                              \
     case p:                                                                                        \
         vars (SET) break;

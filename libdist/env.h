@@ -30,6 +30,7 @@ struct dist_step {
     uint32_t nproc_per_node; /* launcher: the processes each node's launcher starts */
     char master_addr[DIST_ADDR_MAX];
     uint16_t master_port;
+    uint16_t port_lo, port_hi; /* the admin's port_range, for the doctor; 0 unknown */
     char ifname[DIST_IFNAME_MAX]; /* interface that reaches rank 0; "" unknown */
 };
 

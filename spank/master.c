@@ -129,6 +129,8 @@ static int choose_port (spank_t sp, const struct dist_config *cfg, const char *r
 
     step->master_port =
         dist_port_for_step (cfg->port_lo, cfg->port_hi, step->job_id, step->step_id);
+    step->port_lo = cfg->port_lo;
+    step->port_hi = cfg->port_hi;
     if (spank_getenv (sp, "MASTER_PORT", user_port, sizeof (user_port)) == ESPANK_SUCCESS) {
         if (dist_train_env_count (sp, "MASTER_PORT", &n) && n >= 1 && n <= 65535)
             step->master_port = (uint16_t) n;

@@ -33,6 +33,8 @@ static struct dist_step two_nodes (void)
         .restart_count = 1,
         .master_addr = "10.213.7.11",
         .master_port = 20035,
+        .port_lo = 20000,
+        .port_hi = 32767,
         .ifname = "eth0",
     };
     return s;
@@ -150,7 +152,7 @@ static const struct env_case cases[] = {
      NULL,
      3,
      1,
-     19,
+     21,
      {
          FACT ("RANK", "3"),
          FACT ("LOCAL_RANK", "1"),
@@ -171,6 +173,8 @@ static const struct env_case cases[] = {
          DEFAULT ("OMP_NUM_THREADS", "2"),
          DEFAULT ("NCCL_SOCKET_IFNAME", "eth0"),
          DEFAULT ("GLOO_SOCKET_IFNAME", "eth0"),
+         FACT ("DIST_TRAIN_IFNAME", "eth0"),
+         FACT ("DIST_TRAIN_PORT_RANGE", "20000-32767"),
      }},
     {"unknown_ifname_left_out",
      DIST_PROFILE_TORCH,
@@ -181,6 +185,7 @@ static const struct env_case cases[] = {
      {
          ABSENT ("NCCL_SOCKET_IFNAME"),
          ABSENT ("GLOO_SOCKET_IFNAME"),
+         ABSENT ("DIST_TRAIN_IFNAME"),
          DEFAULT ("OMP_NUM_THREADS", "1"),
          FACT ("RANK", "0"),
      }},
