@@ -71,6 +71,8 @@ static void healthy (struct doctor_rank *r, long rank, const char *node, long lo
     strcpy (r->master_port, "29500");
     strcpy (r->visible, "0,1");
     snprintf (r->cpus, sizeof (r->cpus), "%ld", local);
+    strcpy (r->stack,
+            "MPI plugins pmi2,pmix (this step: none); PMIx 4.2.2 (server), 4.2.2 (client)");
 }
 
 static void test_wire_roundtrip (void **state)
@@ -80,6 +82,8 @@ static void test_wire_roundtrip (void **state)
     int len;
 
     healthy (&a, 3, "node2", 1);
+    strcpy (a.finding[0], "warning: port_range 30000-40000 overlaps the kernel's ephemeral ports");
+    strcpy (a.finding[1], "problem: GLOO_SOCKET_IFNAME=nosuch0: nosuch0 has no IPv4 address");
     len = doctor_wire_encode (&a, buf, sizeof (buf));
     assert_true (len > 0);
     assert_int_equal (doctor_wire_decode (buf, (size_t) len, &b), 0);
@@ -260,8 +264,11 @@ static void test_report_fits (void **state)
     fclose (f);
     for (char *p = text; *p; p++)
         lines += *p == '\n';
-    assert_int_equal (lines, 65);
+    /* a line per node, one for the stack they share, the verdict */
+    assert_int_equal (lines, 66);
     assert_non_null (strstr (text, "dist-train-doctor: gpu64: ranks 504-511 via eth0 10.0.0.1"));
+    assert_non_null (strstr (text, "dist-train-doctor: gpu01,gpu02,"));
+    assert_non_null (strstr (text, ",...: MPI plugins pmi2,pmix (this step: none); PMIx 4.2.2"));
     assert_non_null (strstr (text, "ok: all 512 ranks on 64 nodes checked in"));
     free (text);
     doctor_result_free (&res);
@@ -373,7 +380,7 @@ static void test_auth_malformed (void **state)
         "dist-train-doctor 2 hello 0123456789ABCDEF0123456789abcdef\n", /* upper */
         "dist-train-doctor 2 hello 0123456789abcdef0123456789abcdeg\n",
     };
-    const char *lengths_bad[] = {"0", "00012", "8193", "99999999999999999999", "-1", "12x"};
+    const char *lengths_bad[] = {"0", "00012", "12289", "99999999999999999999", "-1", "12x"};
 
     (void) state;
     for (size_t i = 0; i < sizeof (hello_bad) / sizeof (hello_bad[0]); i++)
@@ -391,7 +398,7 @@ static void test_auth_malformed (void **state)
         snprintf (line, sizeof (line), "record %s %s\n", lengths_bad[i], mac64);
         assert_int_equal (doctor_record_header_parse (line, strlen (line), &reclen, mac), -1);
     }
-    snprintf (line, sizeof (line), "record 8192 %s\n", mac64);
+    snprintf (line, sizeof (line), "record 12288 %s\n", mac64);
     assert_int_equal (doctor_record_header_parse (line, strlen (line), &reclen, mac), 0);
     assert_int_equal (reclen, DOCTOR_MSG_MAX);
     snprintf (line, sizeof (line), "record 12 %.63s\n", mac64);
@@ -400,6 +407,41 @@ static void test_auth_malformed (void **state)
 
 /* Tasks that all claim one node: the checks stay within the ranks Slurm
  * placed there, and say so first. */
+/* Each node's findings on its collective stack once, as problems and
+ * warnings; only problems fail the step. */
+static void test_check_stack_findings (void **state)
+{
+    struct step_check *c = *state;
+    const struct doctor_result *res;
+    const char *port = "warning: port_range 30000-40000 overlaps the kernel's ephemeral ports";
+    char *text = NULL;
+    size_t size = 0;
+    FILE *f;
+
+    strcpy (c->recs[2].finding[0], port);
+    strcpy (c->recs[3].finding[0], port);
+    res = check (c, 4);
+    assert_true (doctor_result_ok (res));
+    assert_int_equal (res->nwarnings, 1);
+    assert_string_equal (res->warning[0], "node2: port_range 30000-40000 overlaps the kernel's "
+                                          "ephemeral ports");
+    doctor_result_free (&c->res);
+    strcpy (c->recs[3].finding[1], "problem: GLOO_SOCKET_IFNAME=lo0: lo0 has no IPv4 address");
+    strcpy (c->recs[1].stack, "MPI plugins pmi2 (this step: none); no mpi/pmix");
+    res = check (c, 4);
+    assert_false (doctor_result_ok (res));
+    assert_int_equal (res->nwarnings, 1);
+    assert_true (has_problem (res, "node2: GLOO_SOCKET_IFNAME=lo0: lo0 has no IPv4 address"));
+    f = open_memstream (&text, &size);
+    doctor_report_text (f, res, 20);
+    fclose (f);
+    /* (node1's stack is its first rank's; the nodes that share one share a line) */
+    assert_non_null (strstr (text, "\ndist-train-doctor: node1,node2: MPI plugins pmi2,pmix"));
+    assert_non_null (strstr (text, "\ndist-train-doctor: warning: node2: port_range 30000-40000"));
+    assert_non_null (strstr (text, "\ndist-train-doctor: problem: node2: GLOO_SOCKET_IFNAME"));
+    free (text);
+}
+
 static void test_check_crowded_node (void **state)
 {
     const size_t world = 2048;
@@ -451,6 +493,7 @@ int main (void)
         cmocka_unit_test (test_auth_refusals),
         cmocka_unit_test (test_auth_malformed),
         cmocka_unit_test (test_check_crowded_node),
+        STEP_CHECK (test_check_stack_findings),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }

@@ -175,7 +175,7 @@ int doctor_record_header_parse (const char *line, size_t len, size_t *reclen,
 
     if (line_text (line, len, text, sizeof (text)) < 0 || strncmp (text, "record ", i) != 0)
         return -1;
-    /* at most 5 digits, no leading zero: DOCTOR_MSG_MAX is 8192 */
+    /* at most 5 digits, no leading zero: DOCTOR_MSG_MAX is 12288 */
     if (text[i] < '1' || text[i] > '9')
         return -1;
     for (; text[i] >= '0' && text[i] <= '9' && n <= DOCTOR_MSG_MAX; i++)

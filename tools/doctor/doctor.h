@@ -15,7 +15,7 @@
 #include <stdio.h>
 
 #define DOCTOR_PROGRAM "dist-train-doctor"
-#define DOCTOR_MSG_MAX 8192 /* one rank's message, bytes */
+#define DOCTOR_MSG_MAX 12288 /* one rank's message, bytes */
 #define DOCTOR_NAME_MAX 64 /* node names, addresses, interface names */
 #define DOCTOR_LIST_MAX 1024 /* CPU and GPU lists */
 #define DOCTOR_RANKS_MAX 1048576 /* WORLD_SIZE the doctor accepts */
@@ -25,7 +25,9 @@
 #define DOCTOR_STR_(x) #x
 #define DOCTOR_STR(x) DOCTOR_STR_ (x)
 #define DOCTOR_PROBLEMS_MAX 64 /* problem lines kept; the rest are counted */
-#define DOCTOR_LINE_MAX 400
+#define DOCTOR_LINE_MAX 512
+#define DOCTOR_FINDINGS_MAX 5 /* a rank's lines on its node's collective stack */
+#define DOCTOR_WARNINGS_MAX 32 /* warning lines kept; the rest are counted */
 
 /* What one task says about itself.  Numbers are -1 when unset or not a
  * number; strings are printable and bounded (they came from the network). */
@@ -43,6 +45,9 @@ struct doctor_rank {
     char device[DOCTOR_NAME_MAX]; /* DIST_TRAIN_DEVICE */
     char cpus[DOCTOR_LIST_MAX]; /* real affinity, as a list */
     char plan_cpus[DOCTOR_LIST_MAX]; /* DIST_TRAIN_CPUS */
+    char stack[DOCTOR_LINE_MAX]; /* its node's collective stack, one line (probe.c) */
+    /* what is wrong with it: "problem: ..." or "warning: ...", "" past the last */
+    char finding[DOCTOR_FINDINGS_MAX][DOCTOR_LINE_MAX];
 };
 
 /* Where the ranks should run: node names, and the node index of each rank. */
@@ -61,6 +66,7 @@ struct doctor_node_summary {
     char sources[DOCTOR_NAME_MAX * 2];
     long max_connect_ms;
     char note[DOCTOR_LINE_MAX / 2]; /* planned sharing, unbound CPUs */
+    char stack[DOCTOR_LINE_MAX]; /* its collective stack, as its first rank saw it */
 };
 
 struct doctor_result {
@@ -72,6 +78,8 @@ struct doctor_result {
     char unauthenticated_from[DOCTOR_LINE_MAX / 2]; /* their addresses, a few */
     size_t nproblems; /* all of them; only the first DOCTOR_PROBLEMS_MAX kept */
     char problem[DOCTOR_PROBLEMS_MAX][DOCTOR_LINE_MAX];
+    size_t nwarnings; /* risks that do not fail the step; the first DOCTOR_WARNINGS_MAX kept */
+    char warning[DOCTOR_WARNINGS_MAX][DOCTOR_LINE_MAX];
 };
 
 /* The message a rank sends: "key=value" lines, then "end".  Returns its
@@ -103,7 +111,8 @@ int doctor_check (const struct doctor_rank *recs, size_t n, const struct doctor_
                   struct doctor_result *out);
 void doctor_result_free (struct doctor_result *res);
 
-/* true when the step is healthy: every rank in, no problem. */
+/* true when the step is healthy: every rank in, no problem (warnings do
+ * not count). */
 bool doctor_result_ok (const struct doctor_result *res);
 
 void doctor_report_text (FILE *f, const struct doctor_result *res, double timeout_s);

@@ -6,7 +6,8 @@
  *   srun --dist-train -N64 --ntasks-per-node=8 dist-train-doctor [--timeout S] [--json]
  *        [--then CMD ARGS...]
  *
- * Only the environment contract and plain TCP: no PMIx, no Slurm library.
+ * Only the environment contract and plain TCP, no PMIx, no Slurm library;
+ * the node's PMIx is opened as Slurm's mpi/pmix opens it, to check it.
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -21,6 +22,7 @@
 #include "auth.h"
 #include "facts.h"
 #include "net.h"
+#include "probe.h"
 #include "serve.h"
 #include "libdist/netif.h"
 
@@ -432,6 +434,7 @@ int main (int argc, char **argv)
     }
     if (load_key (&key) < 0)
         return EXIT_SETUP;
+    doctor_probe_stack (&self);
     rc = self.rank == 0 ? run_rank0 (&self, &key, &o, start_ms)
                         : run_peer (&self, &key, &o, start_ms);
     if (rc != 0 || o.then == NULL)

@@ -179,9 +179,36 @@ static void summarize (struct doctor_node_summary *sum, const struct doctor_rank
     }
 }
 
+#define NODE_FINDINGS_MAX 8 /* different lines from one node's ranks: a few say enough */
+
+void doctor_check_stack (struct doctor_result *res, struct doctor_node_summary *sum,
+                         const struct doctor_rank *recs, const size_t *idx, size_t k)
+{
+    const char *seen[NODE_FINDINGS_MAX];
+    size_t nseen = 0, i, f, s;
+
+    if (k > 0)
+        snprintf (sum->stack, sizeof (sum->stack), "%s", recs[idx[0]].stack);
+    /* each line once per node: every rank of a node sees its libraries and ports */
+    for (i = 0; i < k && nseen < NODE_FINDINGS_MAX; i++)
+        for (f = 0; f < DOCTOR_FINDINGS_MAX && nseen < NODE_FINDINGS_MAX; f++) {
+            const char *line = recs[idx[i]].finding[f];
+            for (s = 0; s < nseen && strcmp (seen[s], line) != 0; s++)
+                ;
+            if (line[0] == '\0' || s < nseen)
+                continue;
+            seen[nseen++] = line;
+            if (strncmp (line, "problem: ", 9) == 0)
+                doctor_problem (res, "%s: %s", sum->name, line + 9);
+            else if (strncmp (line, "warning: ", 9) == 0)
+                doctor_warning (res, "%s: %s", sum->name, line + 9);
+        }
+}
+
 void doctor_check_node (struct doctor_result *res, struct doctor_node_summary *sum,
                         const struct doctor_rank *recs, const size_t *idx, size_t k, size_t bound)
 {
     summarize (sum, recs, idx, k);
     check_pairs (res, sum, recs, idx, bound < k ? bound : k);
+    doctor_check_stack (res, sum, recs, idx, bound < k ? bound : k);
 }

@@ -4,8 +4,10 @@
 
 #include "doctor.h"
 #include "auth.h"
+#include "text.h"
 
 #define P DOCTOR_PROGRAM ": "
+#define STACK_LINES_MAX 8 /* different collective stacks named; more are counted */
 
 static void verdict_text (const struct doctor_result *res, double timeout_s, char *out, size_t size)
 {
@@ -28,6 +30,41 @@ static const char *plural (const char *ranks)
     return ranks[strcspn (ranks, ",-")] != '\0' ? "s" : "";
 }
 
+/* Whether one of the nodes shown[0..n) has this stack: its line is out. */
+static bool stack_shown (const struct doctor_result *res, const size_t *shown, size_t n,
+                         const char *stack)
+{
+    for (size_t s = 0; s < n; s++)
+        if (strcmp (res->node[shown[s]].stack, stack) == 0)
+            return true;
+    return false;
+}
+
+/* Each node's collective stack, one line for the nodes that share one. */
+static void stack_lines (FILE *f, const struct doctor_result *res)
+{
+    size_t shown[STACK_LINES_MAX], nshown = 0, more = 0;
+    char names[DOCTOR_LINE_MAX / 2];
+
+    for (size_t i = 0; i < res->nnodes; i++) {
+        const char *stack = res->node[i].stack;
+        if (stack[0] == '\0' || stack_shown (res, shown, nshown, stack))
+            continue;
+        if (nshown == STACK_LINES_MAX) {
+            more++;
+            continue;
+        }
+        shown[nshown++] = i;
+        names[0] = '\0';
+        for (size_t j = i; j < res->nnodes; j++)
+            if (strcmp (res->node[j].stack, stack) == 0)
+                doctor_list_join (names, sizeof (names), ",", res->node[j].name);
+        fprintf (f, P "%s: %s\n", names, stack);
+    }
+    if (more > 0)
+        fprintf (f, P "... and nodes with %zu more different stacks\n", more);
+}
+
 void doctor_report_text (FILE *f, const struct doctor_result *res, double timeout_s)
 {
     char verdict[DOCTOR_LINE_MAX];
@@ -48,6 +85,7 @@ void doctor_report_text (FILE *f, const struct doctor_result *res, double timeou
                  s->max_connect_ms, s->missing[0] ? ", missing " : "", s->missing,
                  s->note[0] ? "; " : "", s->note);
     }
+    stack_lines (f, res);
     /* (a note, not a problem: anyone can connect to a port, and that must
      * not fail the step) */
     if (res->unauthenticated > 0)
@@ -57,6 +95,10 @@ void doctor_report_text (FILE *f, const struct doctor_result *res, double timeou
                    "step's " DOCTOR_KEY_VAR "\n",
                  res->unauthenticated, res->unauthenticated == 1 ? "" : "s",
                  res->unauthenticated_from);
+    for (i = 0; i < res->nwarnings && i < DOCTOR_WARNINGS_MAX; i++)
+        fprintf (f, P "warning: %s\n", res->warning[i]);
+    if (res->nwarnings > DOCTOR_WARNINGS_MAX)
+        fprintf (f, P "warning: ... and %zu more\n", res->nwarnings - DOCTOR_WARNINGS_MAX);
     for (i = 0; i < res->nproblems && i < DOCTOR_PROBLEMS_MAX; i++)
         fprintf (f, P "problem: %s\n", res->problem[i]);
     if (res->nproblems > DOCTOR_PROBLEMS_MAX)
@@ -104,6 +146,8 @@ void doctor_report_json (FILE *f, const struct doctor_result *res, double timeou
         json_string (f, s->sources);
         fprintf (f, ",\"max_connect_ms\":%ld,\"note\":", s->max_connect_ms);
         json_string (f, s->note);
+        fputs (",\"stack\":", f);
+        json_string (f, s->stack);
         fputc ('}', f);
     }
     fputs ("],\"problems\":[", f);
@@ -111,8 +155,15 @@ void doctor_report_json (FILE *f, const struct doctor_result *res, double timeou
         fputs (i ? "," : "", f);
         json_string (f, res->problem[i]);
     }
-    fprintf (f, "],\"problems_total\":%zu,\"unauthenticated\":%zu,\"unauthenticated_from\":",
-             res->nproblems, res->unauthenticated);
+    fputs ("],\"warnings\":[", f);
+    for (i = 0; i < res->nwarnings && i < DOCTOR_WARNINGS_MAX; i++) {
+        fputs (i ? "," : "", f);
+        json_string (f, res->warning[i]);
+    }
+    fprintf (f,
+             "],\"warnings_total\":%zu,\"problems_total\":%zu,\"unauthenticated\":%zu,"
+             "\"unauthenticated_from\":",
+             res->nwarnings, res->nproblems, res->unauthenticated);
     json_string (f, res->unauthenticated_from);
     fputs (",\"verdict\":", f);
     json_string (f, verdict);

@@ -6,16 +6,31 @@
 
 #include "text.h"
 
+/* Add a line to lines[max]; past max it is only counted in *n. */
+__attribute__ ((format (printf, 4, 0))) static void
+add_line (char (*lines)[DOCTOR_LINE_MAX], size_t max, size_t *n, const char *fmt, va_list ap)
+{
+    if (*n < max)
+        vsnprintf (lines[*n], DOCTOR_LINE_MAX, fmt, ap);
+    (*n)++;
+}
+
 void doctor_problem (struct doctor_result *res, const char *fmt, ...)
 {
     va_list ap;
 
-    if (res->nproblems < DOCTOR_PROBLEMS_MAX) {
-        va_start (ap, fmt);
-        vsnprintf (res->problem[res->nproblems], DOCTOR_LINE_MAX, fmt, ap);
-        va_end (ap);
-    }
-    res->nproblems++;
+    va_start (ap, fmt);
+    add_line (res->problem, DOCTOR_PROBLEMS_MAX, &res->nproblems, fmt, ap);
+    va_end (ap);
+}
+
+void doctor_warning (struct doctor_result *res, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start (ap, fmt);
+    add_line (res->warning, DOCTOR_WARNINGS_MAX, &res->nwarnings, fmt, ap);
+    va_end (ap);
 }
 
 /* Append sep and item to a bounded list, ending it with "..." once full. */

@@ -9,6 +9,10 @@
 void doctor_problem (struct doctor_result *res, const char *fmt, ...)
     __attribute__ ((format (printf, 2, 3)));
 
+/* Add a warning line; past DOCTOR_WARNINGS_MAX it is only counted. */
+void doctor_warning (struct doctor_result *res, const char *fmt, ...)
+    __attribute__ ((format (printf, 2, 3)));
+
 /* Append sep and item to a bounded list, ending it with "..." once full;
  * doctor_list_add with ",". */
 void doctor_list_join (char *list, size_t size, const char *sep, const char *item);
@@ -28,5 +32,10 @@ void doctor_ranks_of (const struct doctor_rank *recs, const size_t *idx, size_t 
  * only the first bound of them are checked against each other. */
 void doctor_check_node (struct doctor_result *res, struct doctor_node_summary *sum,
                         const struct doctor_rank *recs, const size_t *idx, size_t k, size_t bound);
+
+/* One node's findings on its collective stack (stack.c's lines that its
+ * ranks, recs[idx[0..k)], sent), each once, as problems and warnings. */
+void doctor_check_stack (struct doctor_result *res, struct doctor_node_summary *sum,
+                         const struct doctor_rank *recs, const size_t *idx, size_t k);
 
 #endif /* DOCTOR_TEXT_H */

@@ -46,6 +46,26 @@ static int put_long (char *buf, size_t size, size_t *off, const char *key, long 
     return put (buf, size, off, key, text);
 }
 
+/* The message's last lines: the node's collective stack, the findings on
+ * it that there are, "end". */
+static int put_tail (char *buf, size_t size, size_t *off, const struct doctor_rank *r)
+{
+    char key[16];
+
+    if (put (buf, size, off, "stack", r->stack) < 0)
+        return -1;
+    for (size_t i = 0; i < DOCTOR_FINDINGS_MAX && r->finding[i][0] != '\0'; i++) {
+        snprintf (key, sizeof (key), "finding%zu", i);
+        if (put (buf, size, off, key, r->finding[i]) < 0)
+            return -1;
+    }
+    if (*off + 5 > size)
+        return -1;
+    memcpy (buf + *off, "end\n", 4);
+    *off += 4;
+    return 0;
+}
+
 int doctor_wire_encode (const struct doctor_rank *r, char *buf, size_t size)
 {
     size_t off = 0;
@@ -71,10 +91,9 @@ int doctor_wire_encode (const struct doctor_rank *r, char *buf, size_t size)
         || put (buf, size, &off, "gpus", r->gpus) < 0
         || put (buf, size, &off, "device", r->device) < 0
         || put (buf, size, &off, "cpus", r->cpus) < 0
-        || put (buf, size, &off, "plan_cpus", r->plan_cpus) < 0 || off + 5 > size)
+        || put (buf, size, &off, "plan_cpus", r->plan_cpus) < 0
+        || put_tail (buf, size, &off, r) < 0)
         return -1;
-    memcpy (buf + off, "end\n", 4);
-    off += 4;
     return (int) off;
 }
 
@@ -102,6 +121,10 @@ static void store (struct doctor_rank *r, const char *key, const char *value)
 #define TEXT(k) {#k, offsetof (struct doctor_rank, k), sizeof (((struct doctor_rank *) 0)->k)}
         TEXT (node),    TEXT (ifname), TEXT (source), TEXT (master_addr), TEXT (master_port),
         TEXT (visible), TEXT (gpus),   TEXT (device), TEXT (cpus),        TEXT (plan_cpus),
+        TEXT (stack),
+#define FINDING(i) {"finding" #i, offsetof (struct doctor_rank, finding[i]), DOCTOR_LINE_MAX}
+        FINDING (0),    FINDING (1),   FINDING (2),   FINDING (3),        FINDING (4),
+#undef FINDING
 #undef TEXT
     };
     static const struct {
@@ -115,6 +138,7 @@ static void store (struct doctor_rank *r, const char *key, const char *value)
     };
     size_t i;
 
+    _Static_assert(DOCTOR_FINDINGS_MAX == 5, "store() names finding0 to finding4");
     for (i = 0; i < sizeof (text) / sizeof (text[0]); i++)
         if (strcmp (key, text[i].key) == 0) {
             doctor_printable ((char *) r + text[i].off, text[i].size, value);
