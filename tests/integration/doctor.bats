@@ -1,7 +1,9 @@
 #!/usr/bin/env bats
 # doctor.bats - dist-train-doctor on a 3-node cluster: a healthy step, a node
 # that cannot reach rank 0, a taken MASTER_PORT, a script that overrides
-# RANK, and --then handing MASTER_PORT to the training program.
+# RANK, --then handing MASTER_PORT to the training program, and each node's
+# collective stack (MPI plugins, PMIx, port ranges, NCCL's and gloo's
+# interfaces).
 
 # shellcheck disable=SC2016 # the tasks expand the variables of these bash -c programs
 
@@ -27,6 +29,7 @@ setup() {
     eval "$("$MINICLUSTER" env)"
     BLACKHOLE=''
     HOLDER=''
+    PORT_RANGE=''
 }
 
 # Undo what a test set up, also when it failed half-way.
@@ -37,6 +40,19 @@ teardown() {
     if [[ -n $HOLDER ]]; then
         kill "$HOLDER" 2>/dev/null || true
         wait "$HOLDER" 2>/dev/null || true
+    fi
+    if [[ -n $PORT_RANGE ]]; then
+        gpu_cluster_plugstack 3 "topology=$GPU_XML"
+    fi
+}
+
+# Whether a stack line names the PMIx this Slurm's nodes give: its mpi/pmix
+# opens Debian's PMIx (4.2 on 22.05, 5.0 on 24.11); 26.05 has no mpi/pmix.
+pmix_named() {
+    if find /usr/lib /usr/lib64 -name 'mpi_pmix.so' 2>/dev/null | grep -q .; then
+        [[ $1 =~ \;\ PMIx\ [0-9]+\.[0-9]+\.[0-9]+\ \(server\),\ [0-9]+\.[0-9]+\.[0-9]+\ \(client\)\; ]]
+    else
+        [[ $1 == *"; no mpi/pmix;"* ]]
     fi
 }
 
@@ -184,4 +200,44 @@ print("store ok on rank", r, flush=True)' "$TOP/tests/integration/helpers"
     echo "$output"
     [ "$status" -eq 2 ]
     [[ $output == *"dist-train-doctor: RANK and WORLD_SIZE are not set"* ]]
+}
+
+@test "the collective stack: one line for the nodes that share it, nothing to warn about" {
+    run timeout 60 srun --dist-train -N3 -n3 "$DOCTOR" --timeout 10
+    echo "$output"
+    [ "$status" -eq 0 ]
+    local line
+    line=$(grep '^dist-train-doctor: node1,node2,node3: MPI plugins ' <<<"$output")
+    [[ $line == *",pmi2"*"(this step: none)"* ]]
+    pmix_named "$line"
+    # the plugin's port range and the kernel's, apart
+    [[ $line == *"; ports 20000-32767 (SrunPortRange unset, ephemeral 32768-60999); NCCL/gloo via eth0/eth0"* ]]
+    [[ $output != *warning* && $output != *problem* ]]
+}
+
+@test "GLOO_SOCKET_IFNAME: another interface than NCCL's is a warning, one without an address fails" {
+    run timeout 60 srun --dist-train -w node1,node2 -n2 bash -c \
+        'export GLOO_SOCKET_IFNAME=lo; exec "$0" --timeout 10' "$DOCTOR"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ $output == *"warning: node1: NCCL_SOCKET_IFNAME=eth0 (eth0), GLOO_SOCKET_IFNAME=lo and the plugin's choice eth0 disagree"*"unset both, or set both to one interface that reaches rank 0"* ]]
+    [[ $output == *"warning: node2: NCCL_SOCKET_IFNAME=eth0 (eth0), GLOO_SOCKET_IFNAME=lo"* ]]
+    [[ $output == *"ok: all 2 ranks on 2 nodes checked in"* ]]
+    run timeout 60 srun --dist-train -w node1,node2 -n2 bash -c \
+        'export GLOO_SOCKET_IFNAME=nosuch0; exec "$0" --timeout 10' "$DOCTOR"
+    echo "$output"
+    [ "$status" -eq 1 ]
+    [[ $output == *"problem: node2: GLOO_SOCKET_IFNAME=nosuch0: nosuch0 has no IPv4 address here, so gloo cannot start on it; unset GLOO_SOCKET_IFNAME (the plugin chose eth0)"* ]]
+    [[ $output == *"FAILED: 2 problems"* ]]
+}
+
+@test "an admin's port_range inside the kernel's ephemeral ports: a warning with the sysctl that fixes it" {
+    PORT_RANGE=30000-40000
+    gpu_cluster_plugstack 3 "topology=$GPU_XML port_range=$PORT_RANGE"
+    run timeout 60 srun --dist-train -N2 -n2 "$DOCTOR" --timeout 10
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ $output == *"; ports 30000-40000 (SrunPortRange unset, ephemeral 32768-60999)"* ]]
+    [[ $output == *"warning: node1: port_range 30000-40000 overlaps the kernel's ephemeral ports 32768-60999 (net.ipv4.ip_local_port_range)"*"sysctl -w net.ipv4.ip_local_reserved_ports=32768-40000"* ]]
+    [[ $output == *"ok: all 2 ranks on 2 nodes checked in"* ]]
 }
