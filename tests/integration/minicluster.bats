@@ -205,3 +205,32 @@ node2" ]
 	[ "$status" -eq 0 ]
 	assert_nothing_left
 }
+
+@test "start --topology: topology.conf beside slurm.conf, on configless nodes too; another is refused" {
+	local topo=$BATS_TEST_TMPDIR/topology.conf
+	timeout 120 "$MINICLUSTER" stop --dir "$CLUSTER_DIR"
+	printf 'SwitchName=s1 Nodes=node[2-3]\nSwitchName=s2 Nodes=node1\nSwitchName=top Switches=s[1-2]\n' >"$topo"
+	timeout 120 "$MINICLUSTER" start --dir "$OTHER_CLUSTER_DIR" --nodes 3 --configless \
+		--topology "$topo" --topology-param SwitchAsNodeRank
+	grep -qx 'TopologyPlugin=topology/tree' "$OTHER_CLUSTER_DIR/slurm.conf"
+	grep -qx 'TopologyParam=SwitchAsNodeRank' "$OTHER_CLUSTER_DIR/slurm.conf"
+	run timeout 60 "$MINICLUSTER" exec --dir "$OTHER_CLUSTER_DIR" -- scontrol show topology
+	echo "$output"
+	[[ $output == *"SwitchName=s1 "*"Nodes=node[2-3]"* ]]
+	run timeout 60 "$MINICLUSTER" exec --dir "$OTHER_CLUSTER_DIR" --node node1 -- cat /run/slurm/conf/topology.conf
+	[ "$output" = "$(cat "$topo")" ]
+	run timeout 120 "$MINICLUSTER" start --dir "$OTHER_CLUSTER_DIR" --nodes 3 --configless \
+		--topology "$topo" --topology-param SwitchAsNodeRank
+	[ "$status" -eq 0 ]
+	[[ $output == *"already running"* ]]
+	run timeout 120 "$MINICLUSTER" start --dir "$OTHER_CLUSTER_DIR" --nodes 3 --configless --topology "$topo"
+	[ "$status" -eq 1 ]
+	[[ $output == *"already running with another topology"*"stop it first"* ]]
+	echo 'SwitchName=s3 Nodes=node[1-3]' >"$BATS_TEST_TMPDIR/other.conf"
+	run timeout 120 "$MINICLUSTER" start --dir "$OTHER_CLUSTER_DIR" --nodes 3 --configless \
+		--topology "$BATS_TEST_TMPDIR/other.conf" --topology-param SwitchAsNodeRank
+	[ "$status" -eq 1 ]
+	run timeout 120 "$MINICLUSTER" stop --dir "$OTHER_CLUSTER_DIR"
+	[ "$status" -eq 0 ]
+	assert_nothing_left
+}
