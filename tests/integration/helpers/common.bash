@@ -10,11 +10,12 @@ TASK_ENV="$TOP/tests/integration/helpers/task-env"
 TERM_WRAPPER="$TOP/tests/integration/helpers/term-wrapper"
 TORCH_PYTHON=${TORCH_PYTHON:-/usr/bin/python3}
 
-# Start a cluster of $1 nodes with the plugin from the build tree.
+# Start a cluster of $1 nodes with the plugin from the build tree; $2... are
+# more options of minicluster start.
 cluster_start() {
     [[ -f $PLUGIN_SO ]] || { echo "build first: $PLUGIN_SO is missing" >&2; return 1; }
     "$MINICLUSTER" stop >/dev/null 2>&1 || true
-    "$MINICLUSTER" start --nodes "$1" --plugin "$PLUGIN_SO" >&2
+    "$MINICLUSTER" start --nodes "$1" --plugin "$PLUGIN_SO" "${@:2}" >&2
     eval "$("$MINICLUSTER" env)"
 }
 
@@ -168,6 +169,11 @@ slurm_release() {
     local v
     v=$(slurm_header_version) || return 1
     echo "${v%.*}"
+}
+# The release as a number (22.05 -> 2205), for comparisons.
+slurm_release_number() {
+    local r
+    r=$(slurm_release) && echo $((10#${r/./}))
 }
 next_release() { printf '%d.%02d\n' "${1%%.*}" $((10#${1#*.} + 1)); }
 
