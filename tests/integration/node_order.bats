@@ -53,9 +53,12 @@ number_order() { printf '%s\n' "$@" | sort -V | paste -sd' '; }
 
 # check_rank0 NTASKS: ranks 0..NTASKS-1, each task's MASTER_ADDR the address
 # that rank 0's node has (its own, and Slurm's NodeAddr for it), and
-# GROUP_RANK Slurm's index of the task's node.  Says what the step showed.
+# GROUP_RANK the node's place in the order of the nodes' first ranks: 0 on
+# rank 0's node, and rising with the ranks, as torchrun numbers its nodes
+# (its node 0 hosts the rendezvous at MASTER_ADDR).  Says what the step showed.
 check_rank0() {
-    local ntasks=$1 line rank=0 node0 master
+    local ntasks=$1 line rank=0 node0 master node groups=0
+    local -A group_of=()
     printf '%s\n' "${lines[@]}"
     [[ ${#lines[@]} -eq $ntasks ]] || { echo "expected $ntasks tasks, got ${#lines[@]}" >&2; return 1; }
     node0=$(field "${lines[0]}" NODE)
@@ -66,7 +69,9 @@ check_rank0() {
         expect_eq "$line" RANK "$rank" || return 1
         expect_eq "$line" SLURM_PROCID "$rank" || return 1
         expect_eq "$line" MASTER_ADDR "$master" || return 1
-        expect_eq "$line" GROUP_RANK "$(field "$line" SLURM_NODEID)" || return 1
+        node=$(field "$line" NODE)
+        [[ -n ${group_of[$node]:-} ]] || group_of[$node]=$((groups++))
+        expect_eq "$line" GROUP_RANK "${group_of[$node]}" || return 1
         rank=$((rank + 1))
     done
     echo "# Slurm's order: $(nodes_by_rank); rank 0 on $node0 ($master)" >&3
