@@ -55,6 +55,7 @@ static const struct choice bind_choices[] = {
     {NULL, 0},
 };
 static const struct choice visible_choices[] = {{"all", 0}, {"own", 1}, {NULL, 0}};
+static const struct choice rank_order_choices[] = {{"slurm", 0}, {"topology", 1}, {NULL, 0}};
 static const struct choice nic_choices[] = {{"auto", 1}, {"off", 0}, {NULL, 0}};
 
 /* The type of the field of struct dist_config that a word sets. */
@@ -309,6 +310,10 @@ static const struct word words[] = {
      .syntax = "N",
      .takes = "the processes a launcher starts on each node, 1 to " STR (DIST_NPROC_MAX),
      .help = "launcher: processes per node (default: the node's GPUs, else 1)"},
+    {"rank_order", SETTING, CHOICE (rank_order_topology, FIELD_BOOL, rank_order_choices),
+     .help = "RANK as Slurm numbers the tasks (slurm, the default), or\n"
+             "with the nodes of each leaf switch or block holding\n"
+             "consecutive ranks, in the topology's order (topology)"},
     {"help", SPEC, set_value, FIELD (help, FIELD_BOOL), .value = 1, .help = "print this text"},
 
     {"port_range", PLUGSTACK, set_port_range, .syntax = "LO-HI",

@@ -64,6 +64,7 @@ struct dist_config {
     int preflight_user; /* SPEC preflight / preflight=: -1 not given, 0, 1 */
     char doctor[DIST_PATH_MAX]; /* plugstack doctor=PATH: dist-train-doctor */
     uint32_t nproc; /* SPEC nproc=: launcher's processes per node, 0 = find */
+    bool rank_order_topology; /* SPEC rank_order=topology: ranks follow the network */
 };
 
 /* The profile's name as SPEC spells it ("torch", "launcher" ...). */

@@ -197,12 +197,34 @@ int dist_handover_parse (const char *text, struct dist_handover *h)
     return 0;
 }
 
+int dist_runs_append (char *text, size_t size, size_t *len, const uint32_t *values, uint32_t count,
+                      uint32_t bound)
+{
+    uint32_t i = 0, run;
+    int n;
+
+    while (i < count) {
+        if (values[i] >= bound)
+            return -1;
+        for (run = 1; i + run < count && values[i + run] == values[i]; run++)
+            ;
+        n = run == 1
+                ? snprintf (text + *len, size - *len, "%s%" PRIu32, i > 0 ? "," : "", values[i])
+                : snprintf (text + *len, size - *len, "%s%" PRIu32 "*%" PRIu32, i > 0 ? "," : "",
+                            values[i], run);
+        if (n < 0 || (size_t) n >= size - *len)
+            return -1;
+        *len += (size_t) n;
+        i += run;
+    }
+    return 0;
+}
+
 char *dist_layout_text (uint32_t job_id, uint32_t step_id, uint32_t nnodes,
                         const uint32_t *node_of_rank, uint32_t nranks)
 {
     char *text = malloc (DIST_LAYOUT_TEXT_MAX);
     size_t len;
-    uint32_t rank = 0, run;
     int n;
 
     if (text == NULL)
@@ -211,29 +233,16 @@ char *dist_layout_text (uint32_t job_id, uint32_t step_id, uint32_t nnodes,
                   "step=%" PRIu32 ".%" PRIu32 " nodes=%" PRIu32 " ranks=%" PRIu32 " layout=",
                   job_id, step_id, nnodes, nranks);
     len = (size_t) n;
-    while (rank < nranks) {
-        if (node_of_rank[rank] >= nnodes)
-            goto fail;
-        for (run = 1; rank + run < nranks && node_of_rank[rank + run] == node_of_rank[rank]; run++)
-            ;
-        n = run == 1 ? snprintf (text + len, DIST_LAYOUT_TEXT_MAX - len, "%s%" PRIu32,
-                                 rank > 0 ? "," : "", node_of_rank[rank])
-                     : snprintf (text + len, DIST_LAYOUT_TEXT_MAX - len, "%s%" PRIu32 "*%" PRIu32,
-                                 rank > 0 ? "," : "", node_of_rank[rank], run);
-        if (n < 0 || (size_t) n >= DIST_LAYOUT_TEXT_MAX - len)
-            goto fail;
-        len += (size_t) n;
-        rank += run;
+    if (dist_runs_append (text, DIST_LAYOUT_TEXT_MAX, &len, node_of_rank, nranks, nnodes) < 0) {
+        free (text);
+        return NULL;
     }
     return text;
-fail:
-    free (text);
-    return NULL;
 }
 
 /* The number at *p up to one of the characters in stop (or the end), *p moved
  * past it. */
-static int take_u32 (const char **p, const char *stop, uint32_t *out)
+int dist_take_u32 (const char **p, const char *stop, uint32_t *out)
 {
     const char *end = *p + strcspn (*p, stop);
 
@@ -244,7 +253,7 @@ static int take_u32 (const char **p, const char *stop, uint32_t *out)
 }
 
 /* "word=" at *p, *p moved past it. */
-static bool take_word (const char **p, const char *word)
+bool dist_take_word (const char **p, const char *word)
 {
     size_t len = strlen (word);
 
@@ -258,9 +267,10 @@ static bool take_word (const char **p, const char *word)
 static int take_header (const char **p, uint32_t *job, uint32_t *step, uint32_t *nodes,
                         uint32_t *ranks)
 {
-    if (!take_word (p, "step=") || take_u32 (p, ".", job) < 0 || !take_word (p, ".")
-        || take_u32 (p, " ", step) < 0 || !take_word (p, " nodes=") || take_u32 (p, " ", nodes) < 0
-        || !take_word (p, " ranks=") || take_u32 (p, " ", ranks) < 0 || !take_word (p, " layout="))
+    if (!dist_take_word (p, "step=") || dist_take_u32 (p, ".", job) < 0 || !dist_take_word (p, ".")
+        || dist_take_u32 (p, " ", step) < 0 || !dist_take_word (p, " nodes=")
+        || dist_take_u32 (p, " ", nodes) < 0 || !dist_take_word (p, " ranks=")
+        || dist_take_u32 (p, " ", ranks) < 0 || !dist_take_word (p, " layout="))
         return -1;
     return 0;
 }
@@ -270,31 +280,39 @@ static int take_header (const char **p, uint32_t *job, uint32_t *step, uint32_t 
 static int take_run (const char **p, uint32_t nnodes, uint32_t left, uint32_t *node,
                      uint32_t *count)
 {
-    if (take_u32 (p, "*,", node) < 0 || *node >= nnodes)
+    if (dist_take_u32 (p, "*,", node) < 0 || *node >= nnodes)
         return -1;
     *count = 1;
-    if (**p == '*' && (++*p, take_u32 (p, ",", count) < 0 || *count == 0))
+    if (**p == '*' && (++*p, dist_take_u32 (p, ",", count) < 0 || *count == 0))
         return -1;
     return *count > left ? -1 : 0;
+}
+
+int dist_runs_take (const char **p, uint32_t bound, uint32_t count, uint32_t *values)
+{
+    uint32_t value, run, i = 0;
+
+    while (i < count) {
+        if (i > 0 && !dist_take_word (p, ","))
+            return -1;
+        if (take_run (p, bound, count - i, &value, &run) < 0)
+            return -1;
+        while (run-- > 0)
+            values[i++] = value;
+    }
+    return 0;
 }
 
 int dist_layout_text_parse (const char *text, uint32_t job_id, uint32_t step_id, uint32_t nnodes,
                             uint32_t nranks, uint32_t *node_of_rank)
 {
     const char *p = text;
-    uint32_t job, step, nodes, ranks, node, count, rank = 0;
+    uint32_t job, step, nodes, ranks;
 
     if (text == NULL || strnlen (text, DIST_LAYOUT_TEXT_MAX) >= DIST_LAYOUT_TEXT_MAX
         || take_header (&p, &job, &step, &nodes, &ranks) < 0 || job != job_id || step != step_id
-        || nodes != nnodes || ranks != nranks)
+        || nodes != nnodes || ranks != nranks
+        || dist_runs_take (&p, nnodes, nranks, node_of_rank) < 0)
         return -1;
-    while (rank < nranks) {
-        if (rank > 0 && !take_word (&p, ","))
-            return -1;
-        if (take_run (&p, nnodes, nranks - rank, &node, &count) < 0)
-            return -1;
-        while (count-- > 0)
-            node_of_rank[rank++] = node;
-    }
     return *p == '\0' ? 0 : -1;
 }

@@ -64,6 +64,23 @@ char *dist_layout_text (uint32_t job_id, uint32_t step_id, uint32_t nnodes,
 int dist_layout_text_parse (const char *text, uint32_t job_id, uint32_t step_id, uint32_t nnodes,
                             uint32_t nranks, uint32_t *node_of_rank);
 
+/* The runs of values[count] (each below bound) as "V" or "V*COUNT", comma-separated,
+ * appended at text + *len (size bytes in all), *len moved on: 0, or -1 when a value is
+ * out of range or the text does not fit.  The layout's text and the topology's are
+ * made of them. */
+int dist_runs_append (char *text, size_t size, size_t *len, const uint32_t *values, uint32_t count,
+                      uint32_t bound);
+
+/* The number at *p up to one of the characters in stop (or the end), *p moved past it:
+ * 0, or -1 for anything but a decimal uint32_t. */
+int dist_take_u32 (const char **p, const char *stop, uint32_t *out);
+/* Whether *p begins with word; if so *p is moved past it. */
+bool dist_take_word (const char **p, const char *word);
+
+/* Read such runs at *p into values[count], *p moved past them: -1 for a value not below
+ * bound, runs that do not add up to count, or anything malformed. */
+int dist_runs_take (const char **p, uint32_t bound, uint32_t count, uint32_t *values);
+
 /* nbytes from the kernel's random source, as 2 * nbytes lowercase hex
  * digits and a NUL into out (a step's key, a nonce); 0, or -1 (out ""). */
 int dist_random_hex (char *out, size_t nbytes);

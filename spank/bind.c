@@ -41,6 +41,8 @@ struct node_binding {
     const struct dist_config *cfg;
     const struct node_topology *topology; /* where it came from, for verbose */
     const char *node_name;
+    const uint32_t *rank_of; /* RANK of each Slurm rank, NULL = the same */
+    uint32_t nranks;
     int ntasks;
     struct task_binding *task;
     char warning[DIST_ERR_MAX]; /* why binding was skipped or limited */
@@ -305,7 +307,8 @@ out:
 }
 
 struct node_binding *dist_train_bind_plan (spank_t sp, const struct dist_config *cfg,
-                                           struct node_topology *nt, const char *node_name)
+                                           struct node_topology *nt, const char *node_name,
+                                           const uint32_t *rank_of, uint32_t nranks)
 {
     struct node_binding *b = calloc (1, sizeof (*b));
     const struct dist_topo *t;
@@ -319,6 +322,8 @@ struct node_binding *dist_train_bind_plan (spank_t sp, const struct dist_config 
     b->cfg = cfg;
     b->topology = nt;
     b->node_name = node_name;
+    b->rank_of = rank_of;
+    b->nranks = nranks;
     b->cpus_asked = user_bound_cpus (sp);
     if (dist_config_bind (cfg) == DIST_BIND_NONE || nt == NULL
         || spank_get_item (sp, S_JOB_LOCAL_TASK_COUNT, &ntasks) != ESPANK_SUCCESS || ntasks == 0)
@@ -378,6 +383,8 @@ static void report (const struct node_binding *b, spank_t sp, bool cpus_theirs, 
         const struct task_binding *tb = &b->task[r];
         uint32_t rank = 0;
         (void) spank_get_item (sp, S_JOB_LOCAL_TO_GLOBAL_ID, (uint32_t) r, &rank);
+        if (b->rank_of != NULL && rank < b->nranks)
+            rank = b->rank_of[rank];
         slurm_spank_log ("%s: %s:   %-11d %-5lu %s  %s  %s  %s%s", PLUGIN_NAME, host, r,
                          (unsigned long) rank, tb->gpus ? tb->gpus : "-", tb->cpus, tb->mems,
                          tb->nic[0] ? tb->nic : "-",

@@ -1,4 +1,8 @@
 /* compat.c - the definitions behind compat.h. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include <slurm/slurm.h>
 #include <slurm/slurm_errno.h>
 #include <slurm/spank.h>
@@ -39,4 +43,56 @@ int dist_compat_prepend_task_argv (spank_t sp, int argc, const char *argv[])
     (void) sp, (void) argc, (void) argv;
     return -1;
 #endif
+}
+
+bool dist_compat_has_network_topology (void)
+{
+    const char *plugin = slurm_conf.topology_plugin;
+
+    return plugin != NULL && (strstr (plugin, "tree") != NULL || strstr (plugin, "block") != NULL);
+}
+
+/* Print what slurmctld answered into out, as its release prints it. */
+static void print_topology (FILE *out, topo_info_response_msg_t *msg)
+{
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(25, 5, 0)
+    slurm_print_topo_info_msg (out, msg, NULL, NULL, 1);
+#elif SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 11, 0)
+    slurm_print_topo_info_msg (out, msg, NULL, 1);
+#else
+    /* (this release logs an error for an empty answer) */
+    if (msg->record_count > 0)
+        slurm_print_topo_info_msg (out, msg, 1);
+#endif
+}
+
+char *dist_compat_topology_text (void)
+{
+    topo_info_response_msg_t *msg = NULL;
+    char *text = NULL, *len_limit;
+    size_t size = 0;
+    FILE *out;
+
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(25, 5, 0)
+    if (slurm_load_topo (&msg, NULL) != SLURM_SUCCESS || msg == NULL)
+        return NULL;
+#else
+    if (slurm_load_topo (&msg) != SLURM_SUCCESS || msg == NULL)
+        return NULL;
+#endif
+    /* SLURM_TOPO_LEN cuts the printed lines (for a terminal); whole ones are read here */
+    len_limit = getenv ("SLURM_TOPO_LEN") != NULL ? strdup (getenv ("SLURM_TOPO_LEN")) : NULL;
+    unsetenv ("SLURM_TOPO_LEN");
+    if ((out = open_memstream (&text, &size)) != NULL) {
+        print_topology (out, msg);
+        if (fclose (out) != 0) {
+            free (text);
+            text = NULL;
+        }
+    }
+    if (len_limit != NULL)
+        setenv ("SLURM_TOPO_LEN", len_limit, 1);
+    free (len_limit);
+    slurm_free_topo_info_msg (msg);
+    return text;
 }

@@ -78,14 +78,18 @@ int dist_train_remote_task_exit (spank_t sp);
 void dist_train_remote_exit (void);
 
 /* master.c: rank 0's address, MASTER_PORT and the interface towards rank 0.
- * srun is what srun handed over, NULL when nothing; node_name gets this
- * node's name (for messages). -1 with a message in err. */
+ * srun is what srun handed over, NULL when nothing; slurm_rank0 the Slurm rank
+ * (SLURM_PROCID) that is RANK 0; step->node_rank still Slurm's index of this node;
+ * node_name gets this node's name (for messages). -1 with a message in err. */
 int dist_master_choose (spank_t sp, const struct dist_config *cfg, const struct dist_handover *srun,
-                        struct dist_step *step, char *node_name, size_t node_name_size, char *err,
-                        size_t errsz);
+                        uint32_t slurm_rank0, struct dist_step *step, char *node_name,
+                        size_t node_name_size, char *err, size_t errsz);
 
-/* report.c: verbose, what the step got, said once by rank 0 */
-void dist_report_step (spank_t sp, const struct dist_config *cfg, const struct dist_step *st);
+/* report.c: verbose, what the step got, said once by rank 0; order is the step's rank
+ * order and network groups, NULL when Slurm gave none. */
+struct dist_netorder;
+void dist_report_step (spank_t sp, const struct dist_config *cfg, const struct dist_step *st,
+                       const struct dist_netorder *order);
 
 /* container.c: the plugin's values in a container (pyxis) */
 struct container_note;
@@ -135,8 +139,10 @@ void dist_topology_free (struct node_topology *nt);
 /* bind.c: GPU/CPU/NIC binding, planned once per node, applied per task
  * (never fails the step; problems are reported by local rank 0) */
 struct node_binding;
+/* rank_of: RANK of each of nranks Slurm ranks, for verbose (NULL: the same). */
 struct node_binding *dist_train_bind_plan (spank_t sp, const struct dist_config *cfg,
-                                           struct node_topology *nt, const char *node_name);
+                                           struct node_topology *nt, const char *node_name,
+                                           const uint32_t *rank_of, uint32_t nranks);
 void dist_train_bind_task (const struct node_binding *b, spank_t sp, int local_rank,
                            const struct container_note *c, uint32_t *omp_threads);
 void dist_train_bind_free (struct node_binding *b);
@@ -146,6 +152,8 @@ int dist_train_step_gpu_count (spank_t sp);
 /* failfast.c: one failed task stops the step on every node */
 struct failfast {
     bool armed; /* srun armed kill-on-bad-exit for this step */
+    const uint32_t *rank_of; /* RANK of each Slurm rank, NULL = the same */
+    uint32_t nranks;
     bool reported; /* this node already named a failed rank */
     uint32_t job_id, step_id;
     char node_name[64];

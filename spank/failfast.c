@@ -61,6 +61,8 @@ int dist_failfast_task_exit (spank_t sp, struct failfast *ff)
     if ((WIFEXITED (status) && WEXITSTATUS (status) == 0) || stopped_by_slurm (status))
         return 0;
     ff->reported = true;
+    if (ff->rank_of != NULL && rank < ff->nranks)
+        rank = ff->rank_of[rank];
     describe (status, how, sizeof (how));
     n = snprintf (msg, sizeof (msg),
                   "%s: rank %lu on %s %s: stopping every rank of step %lu.%lu "

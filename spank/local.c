@@ -5,7 +5,9 @@
  * every node asking is O(nodes) RPCs per step), so srun does it, once:
  * which node runs rank 0 (the step's real layout, whatever the
  * distribution) and Slurm's NodeAddr for it, for nodes whose names do not
- * resolve; under the arbitrary distribution, the node of every rank.  Fail fast is srun's own kill-on-bad-exit, armed here.
+ * resolve; under the arbitrary distribution, the node of every rank; where Slurm has a
+ * network topology, the leaf switch or block of every node.  Fail fast is srun's own
+ * kill-on-bad-exit, armed here.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -18,53 +20,130 @@
 #include "compat.h"
 #include "dist_train.h"
 #include "libdist/handover.h"
+#include "libdist/netgroup.h"
 
-/* From the step layout slurmctld holds (one RPC): the name of the node that
- * runs task 0 into h, and under the arbitrary distribution the node of every
- * rank as the text of DIST_LAYOUT_VAR (malloc'ed into *layout_text).  -1
- * when slurmctld has no layout for the step. */
-static int read_step_layout (struct dist_handover *h, char **layout_text)
+/* The step's layout as slurmctld holds it: its nodes' names and the node of every rank. */
+struct srun_layout {
+    uint32_t nnodes, nranks;
+    char **names;
+    uint32_t *node_of_rank;
+    bool arbitrary;
+};
+
+static void srun_layout_free (struct srun_layout *l)
+{
+    for (uint32_t i = 0; l->names != NULL && i < l->nnodes; i++)
+        free (l->names[i]);
+    free (l->names);
+    free (l->node_of_rank);
+    memset (l, 0, sizeof (*l));
+}
+
+/* The names of the layout's nodes, in its order. */
+static int layout_names (struct srun_layout *l, const char *node_list)
+{
+    dt_hostlist_t hl = slurm_hostlist_create (node_list);
+    uint32_t i;
+
+    if (hl == NULL)
+        return -1;
+    for (i = 0; i < l->nnodes && (l->names[i] = slurm_hostlist_shift (hl)) != NULL; i++)
+        ;
+    slurm_hostlist_destroy (hl);
+    return i == l->nnodes ? 0 : -1;
+}
+
+/* From the step layout slurmctld holds (one RPC): -1 when it has none for the step. */
+static int srun_layout_load (const struct dist_handover *h, struct srun_layout *l)
 {
     slurm_step_id_t id;
     slurm_step_layout_t *layout;
-    dt_hostlist_t hl = NULL;
-    uint32_t *node_of_rank = NULL;
-    char *name = NULL;
-    uint32_t node, i, tid, found = NO_VAL;
+    uint32_t node, i, tid;
+    int rc = -1;
 
-    *layout_text = NULL;
+    memset (l, 0, sizeof (*l));
     memset (&id, 0, sizeof (id));
     id.job_id = h->job_id;
     id.step_id = h->step_id;
     id.step_het_comp = NO_VAL;
     if ((layout = slurm_job_step_layout_get (&id)) == NULL)
         return -1;
-    if ((layout->task_dist & SLURM_DIST_STATE_BASE) == SLURM_DIST_ARBITRARY)
-        node_of_rank = calloc (layout->task_cnt > 0 ? layout->task_cnt : 1, sizeof (*node_of_rank));
+    l->nnodes = layout->node_cnt;
+    l->nranks = layout->task_cnt;
+    l->arbitrary = (layout->task_dist & SLURM_DIST_STATE_BASE) == SLURM_DIST_ARBITRARY;
+    l->names = calloc (l->nnodes > 0 ? l->nnodes : 1, sizeof (*l->names));
+    l->node_of_rank = calloc (l->nranks > 0 ? l->nranks : 1, sizeof (*l->node_of_rank));
+    if (l->names == NULL || l->node_of_rank == NULL || layout_names (l, layout->node_list) < 0)
+        goto out;
     for (node = 0; node < layout->node_cnt; node++)
-        for (i = 0; i < layout->tasks[node]; i++) {
-            tid = layout->tids[node][i];
-            if (tid == 0 && found == NO_VAL)
-                found = node;
-            if (node_of_rank != NULL && tid < layout->task_cnt)
-                node_of_rank[tid] = node;
-        }
-    if (found != NO_VAL && (hl = slurm_hostlist_create (layout->node_list)) != NULL) {
-        for (node = 0; node <= found; node++) {
-            free (name);
-            if ((name = slurm_hostlist_shift (hl)) == NULL)
-                break;
-        }
-        slurm_hostlist_destroy (hl);
-    }
-    if (name != NULL)
-        snprintf (h->rank0_node, sizeof (h->rank0_node), "%s", name);
-    free (name);
-    if (node_of_rank != NULL)
-        *layout_text = dist_layout_text (h->job_id, h->step_id, layout->node_cnt, node_of_rank,
-                                         layout->task_cnt);
-    free (node_of_rank);
+        for (i = 0; i < layout->tasks[node]; i++)
+            if ((tid = layout->tids[node][i]) < l->nranks)
+                l->node_of_rank[tid] = node;
+    rc = 0;
+out:
     slurm_job_step_layout_free (layout);
+    if (rc < 0)
+        srun_layout_free (l);
+    return rc;
+}
+
+/* Where the step's nodes sit in the network (Slurm's leaf switches or blocks), handed to
+ * the nodes as DIST_NETGROUP_VAR; the Slurm rank that is RANK 0 into *rank0 (0 but under
+ * rank_order=topology).  One more RPC, only where Slurm has such a topology. */
+static void hand_over_groups (const struct dist_config *cfg, const struct dist_handover *h,
+                              const struct srun_layout *l, uint32_t *rank0)
+{
+    struct dist_netorder order;
+    uint32_t *group = NULL;
+    char *topology = NULL, *text = NULL, err[DIST_ERR_MAX];
+    int ngroups = 0;
+
+    *rank0 = 0;
+    unsetenv (DIST_NETGROUP_VAR); /* (one inherited from an outer step) */
+    if (dist_compat_has_network_topology () && (topology = dist_compat_topology_text ()) != NULL
+        && (group = calloc (l->nnodes > 0 ? l->nnodes : 1, sizeof (*group))) != NULL
+        && (ngroups =
+                dist_netgroup_assign (topology, l->names, l->nnodes, group, err, sizeof (err)))
+               < 0)
+        slurm_verbose ("%s: %s", PLUGIN_NAME, err);
+    if (ngroups > 0
+        && (text = dist_netgroup_text (h->job_id, h->step_id, (uint32_t) ngroups, group, l->nnodes))
+               != NULL
+        && setenv (DIST_NETGROUP_VAR, text, 1) == 0 && cfg->rank_order_topology
+        && dist_netorder_make (&order, 1, (uint32_t) ngroups, group, l->nnodes, l->node_of_rank,
+                               l->nranks)
+               == 0) {
+        *rank0 = order.slurm_rank0;
+        dist_netorder_free (&order);
+    } else if (cfg->rank_order_topology && ngroups <= 0)
+        slurm_info ("%s: rank_order=topology: Slurm gives no network topology for this "
+                    "step's nodes (TopologyPlugin topology/tree or topology/block and its "
+                    "topology.conf); the ranks keep Slurm's order",
+                    PLUGIN_NAME);
+    free (text);
+    free (group);
+    free (topology);
+}
+
+/* What the nodes need of the layout: rank 0's node (under rank_order=topology, the node
+ * of the Slurm rank that becomes RANK 0) into h, the groups, and under the arbitrary
+ * distribution the node of every rank as the text of DIST_LAYOUT_VAR (malloc'ed into
+ * *layout_text).  -1 when slurmctld has no layout for the step. */
+static int read_step_layout (const struct dist_config *cfg, struct dist_handover *h,
+                             char **layout_text)
+{
+    struct srun_layout l;
+    uint32_t rank0 = 0;
+
+    *layout_text = NULL;
+    if (srun_layout_load (h, &l) < 0)
+        return -1;
+    hand_over_groups (cfg, h, &l, &rank0);
+    if (rank0 < l.nranks)
+        snprintf (h->rank0_node, sizeof (h->rank0_node), "%s", l.names[l.node_of_rank[rank0]]);
+    if (l.arbitrary)
+        *layout_text = dist_layout_text (h->job_id, h->step_id, l.nnodes, l.node_of_rank, l.nranks);
+    srun_layout_free (&l);
     return 0;
 }
 
@@ -143,7 +222,7 @@ int dist_train_local_user_init (spank_t sp, const struct dist_config *cfg)
     /* Rank 0's node, and under the arbitrary distribution every rank's: the
      * nodes get them from here, never from SLURM_HOSTFILE (a path the user
      * names, which slurmstepd must not open). */
-    if (read_step_layout (&h, &layout) < 0)
+    if (read_step_layout (cfg, &h, &layout) < 0)
         slurm_verbose ("%s: cannot read step %lu.%lu's layout from slurmctld: %s", PLUGIN_NAME,
                        (unsigned long) h.job_id, (unsigned long) h.step_id, slurm_strerror (errno));
     /* A MASTER_ADDR the user set is kept: no need to ask for Slurm's address. */

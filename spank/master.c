@@ -48,13 +48,14 @@ static bool is_arbitrary (spank_t sp)
            && dist_distribution_parse (dist) == DIST_DIST_ARBITRARY;
 }
 
-/* Find the node that runs rank 0 (malloc'ed into *rank0), and whether it is
- * this one (self).  srun read it from the step's layout (local.c); without
+/* Find the node that runs rank 0, Slurm's rank slurm_rank0 (malloc'ed into *rank0), and
+ * whether it is this one (self).  srun read it from the step's layout (local.c); without
  * that, block, cyclic and plane start on the step's first node, and the
  * arbitrary distribution cannot be told: SLURM_HOSTFILE names a path that
  * slurmstepd does not open. */
-static int find_rank0_node (spank_t sp, const struct dist_handover *srun, const char *first,
-                            const char *self, char **rank0, bool *here, char *err, size_t errsz)
+static int find_rank0_node (spank_t sp, const struct dist_handover *srun, uint32_t slurm_rank0,
+                            const char *first, const char *self, char **rank0, bool *here,
+                            char *err, size_t errsz)
 {
     uint32_t lid;
     bool runs_rank0;
@@ -71,8 +72,7 @@ static int find_rank0_node (spank_t sp, const struct dist_handover *srun, const 
         return -1;
     }
     /* This node knows whether it runs rank 0: check what was derived. */
-    runs_rank0 =
-        spank_get_item (sp, S_JOB_GLOBAL_TO_LOCAL_ID, (uint32_t) 0, &lid) == ESPANK_SUCCESS;
+    runs_rank0 = spank_get_item (sp, S_JOB_GLOBAL_TO_LOCAL_ID, slurm_rank0, &lid) == ESPANK_SUCCESS;
     *here = strcmp (self, *rank0) == 0;
     if (runs_rank0 != *here) {
         snprintf (err, errsz,
@@ -90,9 +90,9 @@ static int find_rank0_node (spank_t sp, const struct dist_handover *srun, const 
  * rank 0's node resolved; *rank0 is that node (malloc'ed, NULL for the
  * user's) and *here whether it is this one. */
 static int choose_address (spank_t sp, const struct dist_config *cfg,
-                           const struct dist_handover *srun, const char *first, const char *self,
-                           struct dist_step *step, char **rank0, bool *here, char *err,
-                           size_t errsz)
+                           const struct dist_handover *srun, uint32_t slurm_rank0,
+                           const char *first, const char *self, struct dist_step *step,
+                           char **rank0, bool *here, char *err, size_t errsz)
 {
     char user_addr[256];
 
@@ -111,7 +111,7 @@ static int choose_address (spank_t sp, const struct dist_config *cfg,
         snprintf (step->master_addr, sizeof (step->master_addr), "%.45s", user_addr);
         return 0;
     }
-    if (find_rank0_node (sp, srun, first, self, rank0, here, err, errsz) < 0)
+    if (find_rank0_node (sp, srun, slurm_rank0, first, self, rank0, here, err, errsz) < 0)
         return -1;
     return dist_train_resolve_master (sp, *rank0, srun != NULL ? srun->rank0_addr : "", *here,
                                       step->master_addr, sizeof (step->master_addr), err, errsz);
@@ -146,8 +146,8 @@ static int choose_port (spank_t sp, const struct dist_config *cfg, const char *r
 }
 
 int dist_master_choose (spank_t sp, const struct dist_config *cfg, const struct dist_handover *srun,
-                        struct dist_step *step, char *node_name, size_t node_name_size, char *err,
-                        size_t errsz)
+                        uint32_t slurm_rank0, struct dist_step *step, char *node_name,
+                        size_t node_name_size, char *err, size_t errsz)
 {
     char *rank0 = NULL, *first = NULL, *self = NULL;
     bool here;
@@ -161,7 +161,8 @@ int dist_master_choose (spank_t sp, const struct dist_config *cfg, const struct 
     snprintf (node_name, node_name_size, "%s", self);
     /* (the step's environment is the user's: the name goes into log lines) */
     dist_printable (node_name);
-    if (choose_address (sp, cfg, srun, first, self, step, &rank0, &here, err, errsz) < 0)
+    if (choose_address (sp, cfg, srun, slurm_rank0, first, self, step, &rank0, &here, err, errsz)
+        < 0)
         goto out;
     if (cfg->ifname[0] != '\0')
         snprintf (step->ifname, sizeof (step->ifname), "%s", cfg->ifname);

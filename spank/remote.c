@@ -11,6 +11,7 @@
 
 #include "compat.h"
 #include "dist_train.h"
+#include "libdist/netgroup.h"
 #include "libdist/tfconfig.h"
 
 /* A slurmstepd node's state: made in user_init, read by every forked task,
@@ -23,6 +24,10 @@ struct stepd_node {
     char *tf_config; /* tf profile: TF_CONFIG up to the index */
     struct dist_handover srun; /* what srun worked out for this step */
     bool have_srun; /* srun handed it over (local.c) */
+    struct dist_netorder order; /* the rank order and the network's groups */
+    bool have_groups; /* srun handed over the groups: order holds them */
+    uint32_t slurm_node; /* this node's index in Slurm's order (SLURM_NODEID) */
+    uint32_t group; /* this node's group */
     struct container_note *container;
     struct node_topology *topology;
     struct node_binding *binding;
@@ -71,10 +76,9 @@ static void restart_count (spank_t sp, uint32_t *count)
         *count = n;
 }
 
-static int collect_step (struct stepd_node *n, spank_t sp)
+static int collect_counts (struct stepd_node *n, spank_t sp)
 {
     struct dist_step *step = &n->step;
-    char err[DIST_ERR_MAX];
 
     if (get_u32 (n, sp, S_JOB_NNODES, "node count", &step->node_count) < 0
         || get_u32 (n, sp, S_JOB_NODEID, "node index", &step->node_rank) < 0
@@ -82,15 +86,70 @@ static int collect_step (struct stepd_node *n, spank_t sp)
         || get_u32 (n, sp, S_JOB_LOCAL_TASK_COUNT, "local task count", &step->local_world_size) < 0
         || get_u32 (n, sp, S_STEP_CPUS_PER_TASK, "CPUs per task", &step->cpus_per_task) < 0)
         return -1;
+    n->slurm_node = step->node_rank;
     restart_count (sp, &step->restart_count);
     step->watchdog_s = n->cfg->watchdog_s;
-    if (dist_master_choose (sp, n->cfg, n->have_srun ? &n->srun : NULL, step, n->node_name,
+    return 0;
+}
+
+/* The rank order from the network's groups srun handed over (libdist/netgroup.h), with
+ * the step's layout; without them, Slurm's order.  -1 (the error kept) when
+ * rank_order=topology cannot be had. */
+static int plan_order (struct stepd_node *n, spank_t sp)
+{
+    const struct dist_step *st = &n->step;
+    char *text = dist_train_getenv_any (sp, DIST_NETGROUP_VAR);
+    uint32_t *group = calloc (st->node_count > 0 ? st->node_count : 1, sizeof (*group)), ngroups;
+    struct step_layout layout = {0};
+    bool laid_out = false;
+
+    if (text != NULL && group != NULL
+        && dist_netgroup_text_parse (text, st->job_id, st->step_id, st->node_count, group, &ngroups)
+               == 0
+        && (laid_out = dist_train_layout_load (sp, st, &layout) == 0)
+        && dist_netorder_make (&n->order, n->cfg->rank_order_topology, ngroups, group,
+                               st->node_count, layout.node_of_rank, st->world_size)
+               == 0) {
+        n->have_groups = true;
+        n->group = group[n->slurm_node];
+    }
+    if (laid_out)
+        dist_train_layout_free (&layout);
+    free (group);
+    free (text);
+    if (n->cfg->rank_order_topology && !n->have_srun) {
+        defer_error (n, "rank_order=topology: the network's groups come from srun, and this "
+                        "step's srun handed none over (it reads a plugstack.conf without the "
+                        "plugin: load the plugin there too)");
+        return -1;
+    }
+    return 0;
+}
+
+static int collect_step (struct stepd_node *n, spank_t sp)
+{
+    struct dist_step *step = &n->step;
+    char err[DIST_ERR_MAX];
+
+    if (collect_counts (n, sp) < 0 || plan_order (n, sp) < 0)
+        return -1;
+    if (dist_master_choose (sp, n->cfg, n->have_srun ? &n->srun : NULL,
+                            n->have_groups ? n->order.slurm_rank0 : 0, step, n->node_name,
                             sizeof (n->node_name), err, sizeof (err))
         < 0) {
         defer_error (n, err);
         return -1;
     }
+    /* (from here on, this node's index in the step's order: GROUP_RANK) */
+    if (n->have_groups)
+        step->node_rank = n->order.new_node[n->slurm_node];
     return 0;
+}
+
+/* RANK of Slurm's rank r. */
+static uint32_t rank_of (const struct stepd_node *n, uint32_t r)
+{
+    return n->have_groups && r < n->order.nranks ? n->order.new_rank[r] : r;
 }
 
 /* tf profile: TF_CONFIG lists every task as host:port, so this node needs
@@ -106,7 +165,7 @@ static int build_tf_config (struct stepd_node *n, spank_t sp)
         host_of_rank = calloc (st->world_size, sizeof (*host_of_rank));
         if (host_of_rank != NULL) {
             for (rank = 0; rank < st->world_size; rank++)
-                host_of_rank[rank] = layout.names[layout.node_of_rank[rank]];
+                host_of_rank[rank_of (n, rank)] = layout.names[layout.node_of_rank[rank]];
             if (!dist_tf_config_fits (host_of_rank, st->world_size)) {
                 free (host_of_rank);
                 dist_train_layout_free (&layout);
@@ -242,8 +301,11 @@ static int plan_node (struct stepd_node *n, spank_t sp)
         defer_error (n, "out of memory");
         return -1;
     }
-    n->binding = dist_train_bind_plan (sp, n->cfg, n->topology, n->node_name);
+    n->binding = dist_train_bind_plan (sp, n->cfg, n->topology, n->node_name,
+                                       n->have_groups ? n->order.new_rank : NULL, n->order.nranks);
     n->failfast.armed = n->have_srun && n->srun.fail_fast;
+    n->failfast.rank_of = n->have_groups ? n->order.new_rank : NULL;
+    n->failfast.nranks = n->order.nranks;
     n->failfast.job_id = n->step.job_id;
     n->failfast.step_id = n->step.step_id;
     snprintf (n->failfast.node_name, sizeof (n->failfast.node_name), "%s", n->node_name);
@@ -288,7 +350,8 @@ void dist_train_remote_task_init_privileged (spank_t sp)
 /* What task_init knows of its task. */
 struct task {
     spank_t sp;
-    uint32_t rank;
+    uint32_t slurm_rank; /* SLURM_PROCID */
+    uint32_t rank; /* RANK */
     int local_rank;
     enum dist_container container;
     struct dist_step step; /* the node's, as this task's binding changes it */
@@ -307,11 +370,12 @@ static int read_task (const struct stepd_node *n, spank_t sp, struct task *t)
 {
     t->sp = sp;
     t->step = n->step;
-    if (spank_get_item (sp, S_TASK_GLOBAL_ID, &t->rank) != ESPANK_SUCCESS
+    if (spank_get_item (sp, S_TASK_GLOBAL_ID, &t->slurm_rank) != ESPANK_SUCCESS
         || spank_get_item (sp, S_TASK_ID, &t->local_rank) != ESPANK_SUCCESS) {
         slurm_error ("%s: cannot read the task's rank from Slurm", PLUGIN_NAME);
         return -1;
     }
+    t->rank = rank_of (n, t->slurm_rank);
     t->container = dist_container_state (n->container);
     return 0;
 }
@@ -338,11 +402,47 @@ static void replace_srun_notes (const struct stepd_node *n, spank_t sp)
 {
     spank_unsetenv (sp, DIST_HANDOVER_VAR);
     spank_unsetenv (sp, DIST_LAYOUT_VAR);
+    spank_unsetenv (sp, DIST_NETGROUP_VAR);
     if (n->have_srun && n->srun.key[0] != '\0') {
         if (spank_setenv (sp, DIST_STEP_KEY_VAR, n->srun.key, 1) != ESPANK_SUCCESS)
             slurm_verbose ("%s: cannot set %s", PLUGIN_NAME, DIST_STEP_KEY_VAR);
     } else
         spank_unsetenv (sp, DIST_STEP_KEY_VAR);
+}
+
+/* Where the rank sits in the network: its node's group, its place among the group's
+ * ranks; and whether RANK follows the groups, which the shim reads. */
+static int set_group_variables (const struct stepd_node *n, const struct task *t)
+{
+    const struct dist_netorder *o = &n->order;
+    const struct {
+        const char *name;
+        uint32_t value;
+    } vars[] = {
+        {"DIST_TRAIN_TOPOLOGY_GROUP", n->group},
+        {"DIST_TRAIN_TOPOLOGY_GROUPS", o->ngroups},
+        {"DIST_TRAIN_TOPOLOGY_RANK", t->slurm_rank < o->nranks ? o->group_rank[t->slurm_rank] : 0},
+        {"DIST_TRAIN_TOPOLOGY_SIZE", n->group < o->ngroups ? o->group_size[n->group] : 0},
+    };
+    char value[16];
+    size_t i;
+
+    spank_unsetenv (t->sp, "DIST_TRAIN_RANK_ORDER");
+    if (!n->have_groups)
+        return 0;
+    for (i = 0; i < sizeof (vars) / sizeof (vars[0]); i++) {
+        snprintf (value, sizeof (value), "%lu", (unsigned long) vars[i].value);
+        if (spank_setenv (t->sp, vars[i].name, value, 1) != ESPANK_SUCCESS) {
+            slurm_error ("%s: cannot set %s", PLUGIN_NAME, vars[i].name);
+            return -1;
+        }
+    }
+    if (n->cfg->rank_order_topology
+        && spank_setenv (t->sp, "DIST_TRAIN_RANK_ORDER", "topology", 1) != ESPANK_SUCCESS) {
+        slurm_error ("%s: cannot set DIST_TRAIN_RANK_ORDER", PLUGIN_NAME);
+        return -1;
+    }
+    return 0;
 }
 
 /* The contract's variables for this rank. */
@@ -420,10 +520,10 @@ int dist_train_remote_task_init (spank_t sp)
     if (read_task (n, sp, &t) < 0 || refuse_container_later (&t) < 0)
         return -1;
     if (n->cfg->verbose && t.rank == 0)
-        dist_report_step (sp, n->cfg, &n->step);
+        dist_report_step (sp, n->cfg, &n->step, n->have_groups ? &n->order : NULL);
     replace_srun_notes (n, sp);
     dist_train_bind_task (n->binding, sp, t.local_rank, n->container, &t.step.cpus_per_task);
-    if (set_variables (n, &t) < 0)
+    if (set_variables (n, &t) < 0 || set_group_variables (n, &t) < 0)
         return -1;
     return prepend_doctor (n, &t);
 }
@@ -443,6 +543,7 @@ void dist_train_remote_exit (void)
     dist_topology_free (node->topology);
     dist_container_free (node->container);
     free (node->tf_config);
+    dist_netorder_free (&node->order);
     free (node);
     node = NULL;
 }

@@ -7,41 +7,73 @@
 #include <slurm/spank.h>
 
 #include "dist_train.h"
+#include "libdist/netgroup.h"
 
 #define REPORT_ROWS 64 /* verbose lists this many ranks, then counts the rest */
 
-/* verbose: the rank table, when srun's distribution can be recomputed. */
-static void report_ranks (spank_t sp, const struct dist_step *st)
+/* Slurm's rank of each RANK (malloc'ed), from the order, or the same without one. */
+static uint32_t *slurm_rank_of (const struct dist_netorder *order, uint32_t nranks)
+{
+    uint32_t *by_rank = calloc (nranks > 0 ? nranks : 1, sizeof (*by_rank)), r;
+
+    for (r = 0; by_rank != NULL && r < nranks; r++)
+        if (order == NULL || order->nranks != nranks)
+            by_rank[r] = r;
+        else
+            by_rank[order->new_rank[r]] = r;
+    return by_rank;
+}
+
+/* One row of the table: Slurm's rank r as RANK rank. */
+static void report_rank (const struct step_layout *l, const struct dist_netorder *order,
+                         uint32_t rank, uint32_t r, uint32_t local_rank)
+{
+    uint32_t node = l->node_of_rank[r];
+
+    if (order != NULL)
+        slurm_spank_log ("%s:   %-5lu %-11lu %-10lu %-6lu %s", PLUGIN_NAME, (unsigned long) rank,
+                         (unsigned long) local_rank, (unsigned long) order->new_node[node],
+                         (unsigned long) order->group_of_node[node], l->names[node]);
+    else
+        slurm_spank_log ("%s:   %-5lu %-11lu %-10lu %s", PLUGIN_NAME, (unsigned long) rank,
+                         (unsigned long) local_rank, (unsigned long) node, l->names[node]);
+}
+
+/* verbose: the rank table in RANK order, when srun's distribution can be recomputed; with
+ * the network's groups, each rank's group. */
+static void report_ranks (spank_t sp, const struct dist_step *st, const struct dist_netorder *order)
 {
     struct step_layout layout;
-    uint32_t *seen, rank, shown;
+    uint32_t *seen, *local, *by_rank, rank, shown;
 
     if (dist_train_layout_load (sp, st, &layout) < 0)
         return;
     seen = calloc (st->node_count, sizeof (*seen));
-    if (seen == NULL) {
-        dist_train_layout_free (&layout);
-        return;
+    local = calloc (st->world_size > 0 ? st->world_size : 1, sizeof (*local));
+    by_rank = slurm_rank_of (order, st->world_size);
+    if (seen != NULL && local != NULL && by_rank != NULL) {
+        /* (LOCAL_RANK counts in Slurm's order, which no rank order changes on a node) */
+        for (rank = 0; rank < st->world_size; rank++)
+            local[rank] = seen[layout.node_of_rank[rank]]++;
+        slurm_spank_log ("%s:   RANK  LOCAL_RANK  NODE_RANK  %sNODE", PLUGIN_NAME,
+                         order != NULL ? "GROUP  " : "");
+        shown = st->world_size < REPORT_ROWS ? st->world_size : REPORT_ROWS;
+        for (rank = 0; rank < shown; rank++)
+            report_rank (&layout, order, rank, by_rank[rank], local[by_rank[rank]]);
+        if (shown < st->world_size)
+            slurm_spank_log ("%s:   ... and %lu more ranks", PLUGIN_NAME,
+                             (unsigned long) (st->world_size - shown));
     }
-    slurm_spank_log ("%s:   RANK  LOCAL_RANK  NODE_RANK  NODE", PLUGIN_NAME);
-    shown = st->world_size < REPORT_ROWS ? st->world_size : REPORT_ROWS;
-    for (rank = 0; rank < st->world_size; rank++) {
-        uint32_t node = layout.node_of_rank[rank];
-        if (rank < shown)
-            slurm_spank_log ("%s:   %-5lu %-11lu %-10lu %s", PLUGIN_NAME, (unsigned long) rank,
-                             (unsigned long) seen[node], (unsigned long) node, layout.names[node]);
-        seen[node]++;
-    }
-    if (shown < st->world_size)
-        slurm_spank_log ("%s:   ... and %lu more ranks", PLUGIN_NAME,
-                         (unsigned long) (st->world_size - shown));
     free (seen);
+    free (local);
+    free (by_rank);
     dist_train_layout_free (&layout);
 }
 
 /* verbose: what the step got, said once, by rank 0 (whose stderr is the
  * user's). */
-void dist_report_step (spank_t sp, const struct dist_config *cfg, const struct dist_step *st)
+void dist_report_step (spank_t sp, const struct dist_config *cfg, const struct dist_step *st,
+                       const struct dist_netorder *order)
 {
     char nodes[1024], *all = dist_train_getenv_any (sp, "SLURM_STEP_NODELIST");
 
@@ -67,5 +99,10 @@ void dist_report_step (spank_t sp, const struct dist_config *cfg, const struct d
                      (unsigned long) st->node_count, nodes, st->master_addr,
                      (unsigned) st->master_port,
                      st->ifname[0] != '\0' ? st->ifname : "(not found)");
-    report_ranks (sp, st);
+    if (order != NULL)
+        slurm_spank_log ("%s: %lu network groups (Slurm's leaf switches or blocks); RANK in "
+                         "%s order",
+                         PLUGIN_NAME, (unsigned long) order->ngroups,
+                         cfg->rank_order_topology ? "the topology's" : "Slurm's");
+    report_ranks (sp, st, order);
 }

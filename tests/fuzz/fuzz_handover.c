@@ -1,8 +1,10 @@
-/* fuzz_handover.c - srun's texts for the nodes, SLURM_DIST_TRAIN_SRUN and
- * SLURM_DIST_TRAIN_LAYOUT (libdist/handover.c), which reach slurmstepd in the
- * job's environment.  Input: a variable's value, read as each.  What parses
- * must format and parse back the same. */
+/* fuzz_handover.c - srun's texts for the nodes, SLURM_DIST_TRAIN_SRUN,
+ * SLURM_DIST_TRAIN_LAYOUT (libdist/handover.c) and SLURM_DIST_TRAIN_TOPOLOGY
+ * (libdist/netgroup.c), which reach slurmstepd in the job's environment, and the
+ * topology text srun reads from slurmctld.  Input: a variable's value, read as each.
+ * What parses must format and parse back the same. */
 #include "libdist/handover.h"
+#include "libdist/netgroup.h"
 #include "tests/fuzz/fuzz.h"
 
 static int valid_name (const char *s)
@@ -32,6 +34,48 @@ static void check_layout (const char *text)
     free (out);
 }
 
+/* As the groups of the step and shape the text claims (a small one), and the rank order
+ * they make for a layout of two ranks a node. */
+static void check_groups (const char *text)
+{
+    unsigned job, step, groups, nodes;
+    uint32_t group[32], back[32], node_of_rank[64], n;
+    struct dist_netorder o;
+    char *out;
+
+    if (sscanf (text, "step=%u.%u groups=%u nodes=%u ", &job, &step, &groups, &nodes) != 4
+        || nodes > 32 || dist_netgroup_text_parse (text, job, step, nodes, group, &n) < 0)
+        return;
+    FUZZ_CHECK (n >= 1 && n <= nodes);
+    out = dist_netgroup_text (job, step, n, group, nodes);
+    FUZZ_CHECK (out != NULL);
+    FUZZ_CHECK (dist_netgroup_text_parse (out, job, step, nodes, back, &n) == 0);
+    FUZZ_CHECK (memcmp (back, group, nodes * sizeof (*back)) == 0);
+    free (out);
+    for (uint32_t r = 0; r < 2 * nodes; r++)
+        node_of_rank[r] = r / 2;
+    FUZZ_CHECK (dist_netorder_make (&o, 1, n, group, nodes, node_of_rank, 2 * nodes) == 0);
+    /* a permutation, whose rank 0 is Slurm's slurm_rank0 */
+    memset (back, 0, sizeof (back));
+    for (uint32_t r = 0; r < 2 * nodes; r++) {
+        FUZZ_CHECK (o.new_rank[r] < 2 * nodes && o.group_rank[r] < o.group_size[group[r / 2]]);
+        FUZZ_CHECK (o.new_rank[r] != 0 || r == o.slurm_rank0);
+    }
+    dist_netorder_free (&o);
+}
+
+/* As Slurm's topology for a step of the nodes the text names first. */
+static void check_topology (const char *text)
+{
+    char *names[] = {"node1", "node2", "node10", "n01", "a"}, err[256];
+    uint32_t group[5];
+    int n = dist_netgroup_assign (text, names, 5, group, err, sizeof (err));
+
+    FUZZ_CHECK (n >= -1 && n <= 5);
+    for (int i = 0; n >= 0 && i < 5; i++)
+        FUZZ_CHECK (n == 0 ? group[i] == 0 : group[i] < (uint32_t) n);
+}
+
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
     char *text = fuzz_string (data, size), *out;
@@ -59,6 +103,8 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
         FUZZ_CHECK (memcmp (&h, &zero, sizeof (h)) == 0);
     }
     check_layout (text);
+    check_groups (text);
+    check_topology (text);
     free (text);
     return 0;
 }

@@ -12,8 +12,8 @@ FUZZ_BUILD = $(AM_V_GEN)$(MKDIR_P) tests/fuzz && $(FUZZ_CC) $(FUZZ_FLAGS) -o $@
 FUZZ_DEPS = $(srcdir)/tests/fuzz/fuzz.h $(srcdir)/tests/fuzz/local.mk \
 	$(srcdir)/libdist/address.h $(srcdir)/libdist/bind.h $(srcdir)/libdist/config.h \
 	$(srcdir)/libdist/env.h $(srcdir)/libdist/handover.h $(srcdir)/libdist/hostlist.h \
-	$(srcdir)/libdist/layout.h $(srcdir)/libdist/port.h $(srcdir)/libdist/ranges.h \
-	$(srcdir)/libdist/tfconfig.h $(srcdir)/libdist/topo.h
+	$(srcdir)/libdist/layout.h $(srcdir)/libdist/netgroup.h $(srcdir)/libdist/port.h \
+	$(srcdir)/libdist/ranges.h $(srcdir)/libdist/tfconfig.h $(srcdir)/libdist/topo.h
 
 FUZZ_HARNESSES = \
 	tests/fuzz/fuzz_config \
@@ -83,7 +83,8 @@ FUZZ_SRC_topo_xml = $(srcdir)/tests/fuzz/fuzz_topo_xml.c $(srcdir)/libdist/topo.
 tests/fuzz/fuzz_topo_xml: $(FUZZ_SRC_topo_xml) $(FUZZ_DEPS)
 	$(FUZZ_BUILD) $(FUZZ_SRC_topo_xml) $(HWLOC_LIBS)
 
-FUZZ_SRC_handover = $(srcdir)/tests/fuzz/fuzz_handover.c $(srcdir)/libdist/handover.c
+FUZZ_SRC_handover = $(srcdir)/tests/fuzz/fuzz_handover.c $(srcdir)/libdist/handover.c \
+	$(srcdir)/libdist/netgroup.c $(srcdir)/libdist/hostlist.c
 tests/fuzz/fuzz_handover: $(FUZZ_SRC_handover) $(FUZZ_DEPS)
 	$(FUZZ_BUILD) $(FUZZ_SRC_handover)
 
@@ -119,8 +120,9 @@ FUZZ_SRC_spank = $(srcdir)/tests/fuzz/fuzz_spank.c $(srcdir)/tests/fuzz/spank_st
 	$(srcdir)/spank/network.c $(srcdir)/libdist/io.c $(srcdir)/libdist/netif.c \
 	$(srcdir)/libdist/address.c $(srcdir)/libdist/bind.c $(srcdir)/libdist/config.c \
 	$(srcdir)/libdist/env.c $(srcdir)/libdist/handover.c $(srcdir)/libdist/hostlist.c \
-	$(srcdir)/libdist/layout.c $(srcdir)/libdist/port.c $(srcdir)/libdist/ranges.c \
-	$(srcdir)/libdist/tfconfig.c $(srcdir)/libdist/topo.c $(srcdir)/libdist/topofile.c
+	$(srcdir)/libdist/layout.c $(srcdir)/libdist/netgroup.c $(srcdir)/libdist/port.c \
+	$(srcdir)/libdist/ranges.c $(srcdir)/libdist/tfconfig.c $(srcdir)/libdist/topo.c \
+	$(srcdir)/libdist/topofile.c
 # The plugin's caches go to a directory of the harness's own, not the node's /run.
 FUZZ_SPANK_FLAGS = $(SLURM_CPPFLAGS) \
 	-DFUZZ_TOPOLOGY_DIR='"$(abs_top_srcdir)/tests/topologies"' \

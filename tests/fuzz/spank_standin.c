@@ -366,6 +366,48 @@ void slurm_free_node_info_msg (node_info_msg_t *msg)
     abort ();
 }
 
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(25, 5, 0)
+int slurm_load_topo (topo_info_response_msg_t **resp, char *name)
+{
+    (void) resp, (void) name;
+    abort ();
+}
+
+void slurm_print_topo_info_msg (FILE *out, topo_info_response_msg_t *msg, char *node_list,
+                                char *unit, int one_liner)
+{
+    (void) out, (void) msg, (void) node_list, (void) unit, (void) one_liner;
+    abort ();
+}
+#else
+int slurm_load_topo (topo_info_response_msg_t **resp)
+{
+    (void) resp;
+    abort ();
+}
+
+#if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 11, 0)
+void slurm_print_topo_info_msg (FILE *out, topo_info_response_msg_t *msg, char *node_list,
+                                int one_liner)
+{
+    (void) out, (void) msg, (void) node_list, (void) one_liner;
+    abort ();
+}
+#else
+void slurm_print_topo_info_msg (FILE *out, topo_info_response_msg_t *msg, int one_liner)
+{
+    (void) out, (void) msg, (void) one_liner;
+    abort ();
+}
+#endif
+#endif
+
+void slurm_free_topo_info_msg (topo_info_response_msg_t *msg)
+{
+    (void) msg;
+    abort ();
+}
+
 /* ---- Slurm's hostlist, minimally ------------------------------------------ */
 
 /* Read as Slurm's is (libdist/hostlist.c, DIST_HOSTLIST_LOOSE): commas, spaces

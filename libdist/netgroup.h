@@ -1,0 +1,64 @@
+/* netgroup.h - where the step's nodes sit in the network, and a rank order that follows it.
+ *
+ * Slurm's topology/tree puts nodes under leaf switches, topology/block into base blocks.
+ * A step's nodes fall into such groups; traffic inside one stays on its switch (or block),
+ * traffic between two crosses the level above.  NCCL's rings between nodes follow rank
+ * order, so ranks that keep each group together cross the fewest links.
+ *
+ * srun reads the topology once per step (the text `scontrol show topology` prints), gives
+ * each of the step's nodes its group and hands the groups to the nodes as text; the nodes
+ * compute the rest from it and the step's layout.
+ */
+#ifndef DIST_NETGROUP_H
+#define DIST_NETGROUP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define DIST_NETGROUP_VAR "SLURM_DIST_TRAIN_TOPOLOGY"
+
+/* Give each of the step's nodes (names[nnodes], in the step's order) its group: the index,
+ * in the topology's order, of its leaf switch ("SwitchName=S Level=0 ... Nodes=LIST") or
+ * base block ("BlockName=B ... Nodes=LIST") among those that hold a node of the step.
+ * Nodes in none share one more group, the last.  Returns the number of groups (0 when the
+ * text has no leaf switch or block: group_of_node is then all 0), or -1 with the reason
+ * in err when a record's node list is not one Slurm writes. */
+int dist_netgroup_assign (const char *text, char *const *names, uint32_t nnodes,
+                          uint32_t *group_of_node, char *err, size_t errsz);
+
+/* The groups as srun hands them over: "step=JOB.STEP groups=G nodes=N of=RUNS", RUNS the
+ * group of each node (libdist/handover.h's runs).  Malloc'ed; NULL when a group is not below
+ * ngroups or the text is longer than DIST_LAYOUT_TEXT_MAX. */
+char *dist_netgroup_text (uint32_t job_id, uint32_t step_id, uint32_t ngroups,
+                          const uint32_t *group_of_node, uint32_t nnodes);
+
+/* Read such text for step job_id.step_id of nnodes nodes into group_of_node[nnodes] and
+ * *ngroups (1 to nnodes); -1 for another step, another node count or anything malformed. */
+int dist_netgroup_text_parse (const char *text, uint32_t job_id, uint32_t step_id, uint32_t nnodes,
+                              uint32_t *group_of_node, uint32_t *ngroups);
+
+/* What the groups mean for a step's ranks. */
+struct dist_netorder {
+    uint32_t nnodes, nranks, ngroups;
+    uint32_t *new_rank; /* RANK of each Slurm rank (SLURM_PROCID) */
+    uint32_t *new_node; /* GROUP_RANK of each node, by its Slurm index (SLURM_NODEID) */
+    uint32_t *group_of_node; /* each node's group, by its Slurm index */
+    uint32_t *group_rank; /* each Slurm rank's index among its group's ranks, in RANK order */
+    uint32_t *group_size; /* ranks in each group */
+    uint32_t slurm_rank0; /* the Slurm rank that is RANK 0 */
+};
+
+/* Work out the order for a layout (node_of_rank[nranks], nodes below nnodes) and the groups
+ * of its nodes: Slurm's own (by_group 0: RANK = SLURM_PROCID), or ranks and nodes sorted
+ * by group, each group's keeping Slurm's order (by_group 1: rank_order=topology).  0, or -1
+ * when out of memory or a node or group is out of range; free with dist_netorder_free. */
+int dist_netorder_make (struct dist_netorder *o, int by_group, uint32_t ngroups,
+                        const uint32_t *group_of_node, uint32_t nnodes,
+                        const uint32_t *node_of_rank, uint32_t nranks);
+void dist_netorder_free (struct dist_netorder *o);
+
+/* How many hops of a ring through n ranks in order (group_in_order[i] the group of the
+ * i-th) go from one group to another: the links between switches a ring crosses. */
+uint32_t dist_netgroup_ring_crossings (const uint32_t *group_in_order, uint32_t n);
+
+#endif /* DIST_NETGROUP_H */
