@@ -211,16 +211,28 @@ static bool netorder_alloc (struct dist_netorder *o, uint32_t **scratch)
            && o->group_rank != NULL && o->group_size != NULL && *scratch != NULL;
 }
 
-/* Each rank's place in its group and the groups' sizes, counted in RANK order;
- * rank_group[r] is Slurm rank r's group, by_new scratch of nranks. */
-static void count_members (struct dist_netorder *o, const uint32_t *rank_group, uint32_t *by_new)
+/* Each rank's place in its group and the groups' sizes, counted in RANK order, and the
+ * nodes numbered by the first RANK each holds; rank_group[r] is Slurm rank r's group,
+ * node_of_rank the layout, by_new scratch of nranks. */
+static void count_members (struct dist_netorder *o, const uint32_t *rank_group,
+                           const uint32_t *node_of_rank, uint32_t *by_new)
 {
-    uint32_t r;
+    uint32_t r, node, next = 0;
 
     for (r = 0; r < o->nranks; r++)
         by_new[o->new_rank[r]] = r;
-    for (r = 0; r < o->nranks; r++)
+    for (node = 0; node < o->nnodes; node++)
+        o->new_node[node] = UNPLACED;
+    for (r = 0; r < o->nranks; r++) {
         o->group_rank[by_new[r]] = o->group_size[rank_group[by_new[r]]]++;
+        node = node_of_rank[by_new[r]];
+        if (o->new_node[node] == UNPLACED)
+            o->new_node[node] = next++;
+    }
+    /* (a node without ranks, which no step has, goes last) */
+    for (node = 0; node < o->nnodes; node++)
+        if (o->new_node[node] == UNPLACED)
+            o->new_node[node] = next++;
     o->slurm_rank0 = o->nranks > 0 ? by_new[0] : 0;
 }
 
@@ -248,16 +260,12 @@ int dist_netorder_make (struct dist_netorder *o, int by_group, uint32_t ngroups,
     memcpy (o->group_of_node, group_of_node, nnodes * sizeof (*group_of_node));
     for (i = 0; i < nranks; i++)
         rank_group[i] = group_of_node[node_of_rank[i]];
-    if (by_group) {
+    if (by_group)
         sort_by_group (rank_group, nranks, ngroups, scratch, o->new_rank);
-        sort_by_group (group_of_node, nnodes, ngroups, scratch, o->new_node);
-    } else {
+    else
         for (i = 0; i < nranks; i++)
             o->new_rank[i] = i;
-        for (i = 0; i < nnodes; i++)
-            o->new_node[i] = i;
-    }
-    count_members (o, rank_group, scratch);
+    count_members (o, rank_group, node_of_rank, scratch);
     rc = 0;
 out:
     free (scratch);

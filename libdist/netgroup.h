@@ -41,7 +41,8 @@ int dist_netgroup_text_parse (const char *text, uint32_t job_id, uint32_t step_i
 struct dist_netorder {
     uint32_t nnodes, nranks, ngroups;
     uint32_t *new_rank; /* RANK of each Slurm rank (SLURM_PROCID) */
-    uint32_t *new_node; /* GROUP_RANK of each node, by its Slurm index (SLURM_NODEID) */
+    uint32_t *new_node; /* GROUP_RANK of each node, by its Slurm index (SLURM_NODEID): the
+                           nodes in the order of the first RANK each holds */
     uint32_t *group_of_node; /* each node's group, by its Slurm index */
     uint32_t *group_rank; /* each Slurm rank's index among its group's ranks, in RANK order */
     uint32_t *group_size; /* ranks in each group */
@@ -49,8 +50,10 @@ struct dist_netorder {
 };
 
 /* Work out the order for a layout (node_of_rank[nranks], nodes below nnodes) and the groups
- * of its nodes: Slurm's own (by_group 0: RANK = SLURM_PROCID), or ranks and nodes sorted
- * by group, each group's keeping Slurm's order (by_group 1: rank_order=topology).  0, or -1
+ * of its nodes: Slurm's own (by_group 0: RANK = SLURM_PROCID), or ranks sorted by group,
+ * each group's keeping Slurm's order (by_group 1: rank_order=topology).  Either way the
+ * nodes follow their first rank, so the node of RANK 0 is GROUP_RANK 0 (under -m
+ * arbitrary too, where SLURM_NODEID does not follow the ranks).  0, or -1
  * when out of memory or a node or group is out of range; free with dist_netorder_free. */
 int dist_netorder_make (struct dist_netorder *o, int by_group, uint32_t ngroups,
                         const uint32_t *group_of_node, uint32_t nnodes,

@@ -51,6 +51,9 @@ char *dist_train_getenv_any (spank_t sp, const char *name);
 /* The step's nodes (SLURM_STEP_NODELIST), or NULL. */
 dt_hostlist_t dist_train_step_hostlist (spank_t sp);
 
+/* Whether the step's tasks are laid out by srun -m arbitrary (SLURM_HOSTFILE). */
+bool dist_train_is_arbitrary (spank_t sp);
+
 /* A count from the step's environment; false when unset or not a number. */
 bool dist_train_env_count (spank_t sp, const char *name, uint32_t *count);
 
@@ -86,10 +89,10 @@ int dist_master_choose (spank_t sp, const struct dist_config *cfg, const struct 
                         size_t node_name_size, char *err, size_t errsz);
 
 /* report.c: verbose, what the step got, said once by rank 0; order is the step's rank
- * order and network groups, NULL when Slurm gave none. */
+ * order (NULL: Slurm's), holding the network's groups when groups is true. */
 struct dist_netorder;
 void dist_report_step (spank_t sp, const struct dist_config *cfg, const struct dist_step *st,
-                       const struct dist_netorder *order);
+                       const struct dist_netorder *order, bool groups);
 
 /* container.c: the plugin's values in a container (pyxis) */
 struct container_note;

@@ -9,7 +9,6 @@
 
 #include "compat.h"
 #include "dist_train.h"
-#include "libdist/layout.h"
 #include "libdist/port.h"
 
 /* The names of the step's first node and of node `index` (malloc'ed),
@@ -41,13 +40,6 @@ static int step_nodes (spank_t sp, uint32_t index, char **first, char **self)
     return 0;
 }
 
-static bool is_arbitrary (spank_t sp)
-{
-    char dist[64];
-    return spank_getenv (sp, "SLURM_DISTRIBUTION", dist, sizeof (dist)) == ESPANK_SUCCESS
-           && dist_distribution_parse (dist) == DIST_DIST_ARBITRARY;
-}
-
 /* Find the node that runs rank 0, Slurm's rank slurm_rank0 (malloc'ed into *rank0), and
  * whether it is this one (self).  srun read it from the step's layout (local.c); without
  * that, block, cyclic and plane start on the step's first node, and the
@@ -62,7 +54,7 @@ static int find_rank0_node (spank_t sp, const struct dist_handover *srun, uint32
 
     if (srun != NULL && srun->rank0_node[0] != '\0')
         *rank0 = strdup (srun->rank0_node);
-    else if (is_arbitrary (sp)) {
+    else if (dist_train_is_arbitrary (sp)) {
         snprintf (err, errsz, "%s", DIST_TRAIN_NO_SRUN_LAYOUT);
         return -1;
     } else

@@ -25,7 +25,8 @@ struct stepd_node {
     struct dist_handover srun; /* what srun worked out for this step */
     bool have_srun; /* srun handed it over (local.c) */
     struct dist_netorder order; /* the rank order and the network's groups */
-    bool have_groups; /* srun handed over the groups: order holds them */
+    bool have_order; /* order holds them: else Slurm's order, and no groups */
+    bool have_groups; /* srun handed over the groups */
     uint32_t slurm_node; /* this node's index in Slurm's order (SLURM_NODEID) */
     uint32_t group; /* this node's group */
     struct container_note *container;
@@ -92,37 +93,55 @@ static int collect_counts (struct stepd_node *n, spank_t sp)
     return 0;
 }
 
-/* The rank order from the network's groups srun handed over (libdist/netgroup.h), with
- * the step's layout; without them, Slurm's order.  -1 (the error kept) when
- * rank_order=topology cannot be had. */
+/* The network's groups srun handed over (libdist/netgroup.h) into group[node_count]:
+ * their number, or 0 when none. */
+static uint32_t read_groups (const struct stepd_node *n, spank_t sp, uint32_t *group)
+{
+    char *text = dist_train_getenv_any (sp, DIST_NETGROUP_VAR);
+    uint32_t ngroups = 0;
+
+    if (text != NULL
+        && dist_netgroup_text_parse (text, n->step.job_id, n->step.step_id, n->step.node_count,
+                                     group, &ngroups)
+               < 0)
+        ngroups = 0;
+    free (text);
+    return ngroups;
+}
+
+/* The rank order: from the network's groups, where srun handed them over, with the step's
+ * layout; under -m arbitrary, the nodes in the order of their first rank (SLURM_NODEID
+ * does not follow the ranks there); else Slurm's own, with nothing to compute.  -1 (the
+ * error kept) when rank_order=topology cannot be had. */
 static int plan_order (struct stepd_node *n, spank_t sp)
 {
     const struct dist_step *st = &n->step;
-    char *text = dist_train_getenv_any (sp, DIST_NETGROUP_VAR);
     uint32_t *group = calloc (st->node_count > 0 ? st->node_count : 1, sizeof (*group)), ngroups;
     struct step_layout layout = {0};
     bool laid_out = false;
 
-    if (text != NULL && group != NULL
-        && dist_netgroup_text_parse (text, st->job_id, st->step_id, st->node_count, group, &ngroups)
-               == 0
-        && (laid_out = dist_train_layout_load (sp, st, &layout) == 0)
-        && dist_netorder_make (&n->order, n->cfg->rank_order_topology, ngroups, group,
-                               st->node_count, layout.node_of_rank, st->world_size)
-               == 0) {
-        n->have_groups = true;
-        n->group = group[n->slurm_node];
-    }
-    if (laid_out)
-        dist_train_layout_free (&layout);
-    free (group);
-    free (text);
     if (n->cfg->rank_order_topology && !n->have_srun) {
+        free (group);
         defer_error (n, "rank_order=topology: the network's groups come from srun, and this "
                         "step's srun handed none over (it reads a plugstack.conf without the "
                         "plugin: load the plugin there too)");
         return -1;
     }
+    ngroups = group != NULL ? read_groups (n, sp, group) : 0;
+    n->have_groups = ngroups > 0;
+    if (group != NULL && (ngroups > 0 || dist_train_is_arbitrary (sp))
+        && (laid_out = dist_train_layout_load (sp, st, &layout) == 0)
+        && dist_netorder_make (&n->order, n->cfg->rank_order_topology && ngroups > 0,
+                               ngroups > 0 ? ngroups : 1, group, st->node_count,
+                               layout.node_of_rank, st->world_size)
+               == 0) {
+        n->have_order = true;
+        n->group = group[n->slurm_node];
+    }
+    n->have_groups = n->have_order && ngroups > 0;
+    if (laid_out)
+        dist_train_layout_free (&layout);
+    free (group);
     return 0;
 }
 
@@ -134,14 +153,14 @@ static int collect_step (struct stepd_node *n, spank_t sp)
     if (collect_counts (n, sp) < 0 || plan_order (n, sp) < 0)
         return -1;
     if (dist_master_choose (sp, n->cfg, n->have_srun ? &n->srun : NULL,
-                            n->have_groups ? n->order.slurm_rank0 : 0, step, n->node_name,
+                            n->have_order ? n->order.slurm_rank0 : 0, step, n->node_name,
                             sizeof (n->node_name), err, sizeof (err))
         < 0) {
         defer_error (n, err);
         return -1;
     }
     /* (from here on, this node's index in the step's order: GROUP_RANK) */
-    if (n->have_groups)
+    if (n->have_order)
         step->node_rank = n->order.new_node[n->slurm_node];
     return 0;
 }
@@ -149,7 +168,7 @@ static int collect_step (struct stepd_node *n, spank_t sp)
 /* RANK of Slurm's rank r. */
 static uint32_t rank_of (const struct stepd_node *n, uint32_t r)
 {
-    return n->have_groups && r < n->order.nranks ? n->order.new_rank[r] : r;
+    return n->have_order && r < n->order.nranks ? n->order.new_rank[r] : r;
 }
 
 /* tf profile: TF_CONFIG lists every task as host:port, so this node needs
@@ -302,9 +321,9 @@ static int plan_node (struct stepd_node *n, spank_t sp)
         return -1;
     }
     n->binding = dist_train_bind_plan (sp, n->cfg, n->topology, n->node_name,
-                                       n->have_groups ? n->order.new_rank : NULL, n->order.nranks);
+                                       n->have_order ? n->order.new_rank : NULL, n->order.nranks);
     n->failfast.armed = n->have_srun && n->srun.fail_fast;
-    n->failfast.rank_of = n->have_groups ? n->order.new_rank : NULL;
+    n->failfast.rank_of = n->have_order ? n->order.new_rank : NULL;
     n->failfast.nranks = n->order.nranks;
     n->failfast.job_id = n->step.job_id;
     n->failfast.step_id = n->step.step_id;
@@ -520,7 +539,7 @@ int dist_train_remote_task_init (spank_t sp)
     if (read_task (n, sp, &t) < 0 || refuse_container_later (&t) < 0)
         return -1;
     if (n->cfg->verbose && t.rank == 0)
-        dist_report_step (sp, n->cfg, &n->step, n->have_groups ? &n->order : NULL);
+        dist_report_step (sp, n->cfg, &n->step, n->have_order ? &n->order : NULL, n->have_groups);
     replace_srun_notes (n, sp);
     dist_train_bind_task (n->binding, sp, t.local_rank, n->container, &t.step.cpus_per_task);
     if (set_variables (n, &t) < 0 || set_group_variables (n, &t) < 0)

@@ -26,22 +26,23 @@ static uint32_t *slurm_rank_of (const struct dist_netorder *order, uint32_t nran
 
 /* One row of the table: Slurm's rank r as RANK rank. */
 static void report_rank (const struct step_layout *l, const struct dist_netorder *order,
-                         uint32_t rank, uint32_t r, uint32_t local_rank)
+                         bool groups, uint32_t rank, uint32_t r, uint32_t local_rank)
 {
-    uint32_t node = l->node_of_rank[r];
+    uint32_t node = l->node_of_rank[r], node_rank = order != NULL ? order->new_node[node] : node;
 
-    if (order != NULL)
+    if (groups)
         slurm_spank_log ("%s:   %-5lu %-11lu %-10lu %-6lu %s", PLUGIN_NAME, (unsigned long) rank,
-                         (unsigned long) local_rank, (unsigned long) order->new_node[node],
+                         (unsigned long) local_rank, (unsigned long) node_rank,
                          (unsigned long) order->group_of_node[node], l->names[node]);
     else
         slurm_spank_log ("%s:   %-5lu %-11lu %-10lu %s", PLUGIN_NAME, (unsigned long) rank,
-                         (unsigned long) local_rank, (unsigned long) node, l->names[node]);
+                         (unsigned long) local_rank, (unsigned long) node_rank, l->names[node]);
 }
 
 /* verbose: the rank table in RANK order, when srun's distribution can be recomputed; with
  * the network's groups, each rank's group. */
-static void report_ranks (spank_t sp, const struct dist_step *st, const struct dist_netorder *order)
+static void report_ranks (spank_t sp, const struct dist_step *st, const struct dist_netorder *order,
+                          bool groups)
 {
     struct step_layout layout;
     uint32_t *seen, *local, *by_rank, rank, shown;
@@ -56,10 +57,10 @@ static void report_ranks (spank_t sp, const struct dist_step *st, const struct d
         for (rank = 0; rank < st->world_size; rank++)
             local[rank] = seen[layout.node_of_rank[rank]]++;
         slurm_spank_log ("%s:   RANK  LOCAL_RANK  NODE_RANK  %sNODE", PLUGIN_NAME,
-                         order != NULL ? "GROUP  " : "");
+                         groups ? "GROUP  " : "");
         shown = st->world_size < REPORT_ROWS ? st->world_size : REPORT_ROWS;
         for (rank = 0; rank < shown; rank++)
-            report_rank (&layout, order, rank, by_rank[rank], local[by_rank[rank]]);
+            report_rank (&layout, order, groups, rank, by_rank[rank], local[by_rank[rank]]);
         if (shown < st->world_size)
             slurm_spank_log ("%s:   ... and %lu more ranks", PLUGIN_NAME,
                              (unsigned long) (st->world_size - shown));
@@ -73,7 +74,7 @@ static void report_ranks (spank_t sp, const struct dist_step *st, const struct d
 /* verbose: what the step got, said once, by rank 0 (whose stderr is the
  * user's). */
 void dist_report_step (spank_t sp, const struct dist_config *cfg, const struct dist_step *st,
-                       const struct dist_netorder *order)
+                       const struct dist_netorder *order, bool groups)
 {
     char nodes[1024], *all = dist_train_getenv_any (sp, "SLURM_STEP_NODELIST");
 
@@ -99,10 +100,10 @@ void dist_report_step (spank_t sp, const struct dist_config *cfg, const struct d
                      (unsigned long) st->node_count, nodes, st->master_addr,
                      (unsigned) st->master_port,
                      st->ifname[0] != '\0' ? st->ifname : "(not found)");
-    if (order != NULL)
+    if (groups)
         slurm_spank_log ("%s: %lu network groups (Slurm's leaf switches or blocks); RANK in "
                          "%s order",
                          PLUGIN_NAME, (unsigned long) order->ngroups,
                          cfg->rank_order_topology ? "the topology's" : "Slurm's");
-    report_ranks (sp, st, order);
+    report_ranks (sp, st, order, groups);
 }

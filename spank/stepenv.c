@@ -7,6 +7,7 @@
 #include <slurm/spank.h>
 
 #include "dist_train.h"
+#include "libdist/layout.h"
 
 #define ENV_VALUE_MAX (4 << 20)
 
@@ -58,4 +59,11 @@ bool dist_train_env_count (spank_t sp, const char *name, uint32_t *count)
         return false;
     *count = (uint32_t) n;
     return true;
+}
+
+bool dist_train_is_arbitrary (spank_t sp)
+{
+    char dist[64];
+    return spank_getenv (sp, "SLURM_DISTRIBUTION", dist, sizeof (dist)) == ESPANK_SUCCESS
+           && dist_distribution_parse (dist) == DIST_DIST_ARBITRARY;
 }
