@@ -1,7 +1,7 @@
 /* layout.c - the step's whole layout (the node of every rank), read from the
- * step environment: what the tf profile and the verbose table need.  Block,
- * cyclic and plane are recomputed from the tasks per node; arbitrary comes
- * from srun, which read it from slurmctld (libdist/handover.h). */
+ * step environment: what the rank order, the tf profile and the verbose table
+ * need.  srun read it from slurmctld (libdist/handover.h); without srun's,
+ * block, cyclic and plane are recomputed from the tasks per node. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,10 +13,10 @@
 #include "libdist/handover.h"
 #include "libdist/layout.h"
 
-/* The arbitrary distribution: the node of every rank as srun read it from
- * slurmctld and handed it over (local.c).  SLURM_HOSTFILE is a path the user
- * names; slurmstepd never opens it. */
-static int arbitrary_layout (spank_t sp, const struct dist_step *st, struct step_layout *l)
+/* The node of every rank as srun read it from slurmctld and handed it over
+ * (local.c): the only source under the arbitrary distribution, where
+ * SLURM_HOSTFILE is a path the user names, which slurmstepd never opens. */
+static int srun_layout (spank_t sp, const struct dist_step *st, struct step_layout *l)
 {
     char *text = dist_train_getenv_any (sp, DIST_LAYOUT_VAR);
     int rc;
@@ -54,10 +54,10 @@ int dist_train_layout_load (spank_t sp, const struct dist_step *st, struct step_
     for (i = 0; i < l->nnodes; i++)
         if ((l->names[i] = slurm_hostlist_shift (hl)) == NULL)
             goto out;
-    if (dist == DIST_DIST_ARBITRARY) {
-        rc = arbitrary_layout (sp, st, l);
+    /* srun's, for every distribution; without it block, cyclic and plane are recomputed,
+     * as Slurm deals them out in node order (26.05 follows the topology instead) */
+    if ((rc = srun_layout (sp, st, l)) == 0 || dist == DIST_DIST_ARBITRARY)
         goto out;
-    }
     if ((text = dist_train_getenv_any (sp, "SLURM_STEP_TASKS_PER_NODE")) == NULL
         || dist_tasks_per_node_parse (text, counts, l->nnodes) != (int) l->nnodes
         || dist_layout_assign (dist, plane, counts, l->nnodes, l->node_of_rank, l->ntasks) < 0)

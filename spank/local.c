@@ -5,7 +5,7 @@
  * every node asking is O(nodes) RPCs per step), so srun does it, once:
  * which node runs rank 0 (the step's real layout, whatever the
  * distribution) and Slurm's NodeAddr for it, for nodes whose names do not
- * resolve; under the arbitrary distribution, the node of every rank; where Slurm has a
+ * resolve; the node of every rank; where Slurm has a
  * network topology, the leaf switch or block of every node.  Fail fast is srun's own
  * kill-on-bad-exit, armed here.
  */
@@ -27,7 +27,6 @@ struct srun_layout {
     uint32_t nnodes, nranks;
     char **names;
     uint32_t *node_of_rank;
-    bool arbitrary;
 };
 
 static void srun_layout_free (struct srun_layout *l)
@@ -70,7 +69,6 @@ static int srun_layout_load (const struct dist_handover *h, struct srun_layout *
         return -1;
     l->nnodes = layout->node_cnt;
     l->nranks = layout->task_cnt;
-    l->arbitrary = (layout->task_dist & SLURM_DIST_STATE_BASE) == SLURM_DIST_ARBITRARY;
     l->names = calloc (l->nnodes > 0 ? l->nnodes : 1, sizeof (*l->names));
     l->node_of_rank = calloc (l->nranks > 0 ? l->nranks : 1, sizeof (*l->node_of_rank));
     if (l->names == NULL || l->node_of_rank == NULL || layout_names (l, layout->node_list) < 0)
@@ -126,9 +124,8 @@ static void hand_over_groups (const struct dist_config *cfg, const struct dist_h
 }
 
 /* What the nodes need of the layout: rank 0's node (under rank_order=topology, the node
- * of the Slurm rank that becomes RANK 0) into h, the groups, and under the arbitrary
- * distribution the node of every rank as the text of DIST_LAYOUT_VAR (malloc'ed into
- * *layout_text).  -1 when slurmctld has no layout for the step. */
+ * of the Slurm rank that becomes RANK 0) into h, the groups, and the node of every rank
+ * as the text of DIST_LAYOUT_VAR (malloc'ed into *layout_text; NULL when too long).  -1 when slurmctld has no layout for the step. */
 static int read_step_layout (const struct dist_config *cfg, struct dist_handover *h,
                              char **layout_text)
 {
@@ -141,8 +138,9 @@ static int read_step_layout (const struct dist_config *cfg, struct dist_handover
     hand_over_groups (cfg, h, &l, &rank0);
     if (rank0 < l.nranks)
         snprintf (h->rank0_node, sizeof (h->rank0_node), "%s", l.names[l.node_of_rank[rank0]]);
-    if (l.arbitrary)
-        *layout_text = dist_layout_text (h->job_id, h->step_id, l.nnodes, l.node_of_rank, l.nranks);
+    /* (every distribution's: Slurm 26.05 deals block out in topology order, which the
+     * nodes cannot recompute from the tasks per node) */
+    *layout_text = dist_layout_text (h->job_id, h->step_id, l.nnodes, l.node_of_rank, l.nranks);
     srun_layout_free (&l);
     return 0;
 }
@@ -219,9 +217,8 @@ int dist_train_local_user_init (spank_t sp, const struct dist_config *cfg)
     h.fail_fast = dist_config_fail_fast (cfg);
     if (h.fail_fast)
         dist_compat_srun_kill_on_bad_exit ();
-    /* Rank 0's node, and under the arbitrary distribution every rank's: the
-     * nodes get them from here, never from SLURM_HOSTFILE (a path the user
-     * names, which slurmstepd must not open). */
+    /* Rank 0's node and every rank's: the nodes get them from here, never from
+     * SLURM_HOSTFILE (a path the user names, which slurmstepd must not open). */
     if (read_step_layout (cfg, &h, &layout) < 0)
         slurm_verbose ("%s: cannot read step %lu.%lu's layout from slurmctld: %s", PLUGIN_NAME,
                        (unsigned long) h.job_id, (unsigned long) h.step_id, slurm_strerror (errno));

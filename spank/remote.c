@@ -109,10 +109,11 @@ static uint32_t read_groups (const struct stepd_node *n, spank_t sp, uint32_t *g
     return ngroups;
 }
 
-/* The rank order: from the network's groups, where srun handed them over, with the step's
- * layout; under -m arbitrary, the nodes in the order of their first rank (SLURM_NODEID
- * does not follow the ranks there); else Slurm's own, with nothing to compute.  -1 (the
- * error kept) when rank_order=topology cannot be had. */
+/* The rank order, from the step's layout: the nodes in the order of their first rank
+ * (SLURM_NODEID does not follow the ranks under -m arbitrary, nor in 26.05's topology
+ * order), and the ranks by the network's groups where srun handed them over and
+ * rank_order=topology asks.  Without a layout, Slurm's order.  -1 (the error kept) when
+ * rank_order=topology cannot be had. */
 static int plan_order (struct stepd_node *n, spank_t sp)
 {
     const struct dist_step *st = &n->step;
@@ -129,8 +130,7 @@ static int plan_order (struct stepd_node *n, spank_t sp)
     }
     ngroups = group != NULL ? read_groups (n, sp, group) : 0;
     n->have_groups = ngroups > 0;
-    if (group != NULL && (ngroups > 0 || dist_train_is_arbitrary (sp))
-        && (laid_out = dist_train_layout_load (sp, st, &layout) == 0)
+    if (group != NULL && (laid_out = dist_train_layout_load (sp, st, &layout) == 0)
         && dist_netorder_make (&n->order, n->cfg->rank_order_topology && ngroups > 0,
                                ngroups > 0 ? ngroups : 1, group, st->node_count,
                                layout.node_of_rank, st->world_size)

@@ -359,17 +359,19 @@ s = socket.socket(); s.bind(("0.0.0.0", 29999)); s.listen(); time.sleep(30)' &
     done
 }
 
-@test "arbitrary: the verbose table and TF_CONFIG follow SLURM_HOSTFILE, rank by rank" {
+@test "arbitrary: the verbose table, GROUP_RANK and TF_CONFIG follow SLURM_HOSTFILE, rank by rank" {
     local hf="$MINICLUSTER_DIR/hostfile.table"
     printf 'node3\nnode1*2 # two ranks\nnode2,node3\n' > "$hf"
     SLURM_HOSTFILE=$hf run timeout 60 srun --dist-train=verbose,tf -n5 -m arbitrary bash -c \
-        'echo "at $SLURM_PROCID $SLURM_LOCALID $SLURM_NODEID $(hostname)"; echo "tf $SLURM_PROCID $(hostname) $TF_CONFIG"'
+        'echo "at $SLURM_PROCID $SLURM_LOCALID $GROUP_RANK $(hostname)"; echo "tf $SLURM_PROCID $(hostname) $TF_CONFIG"'
     echo "$output"
     [ "$status" -eq 0 ]
     local real table
     real=$(sed -n 's/^at //p' <<<"$output" | sort -n)
     table=$(sed -n 's/^dist-train: *\([0-9].*\)/\1/p' <<<"$output" | awk '{print $1, $2, $3, $4}' | sort -n)
     [[ $(awk '{print $4}' <<<"$real" | paste -sd' ') == "node3 node1 node1 node2 node3" ]]
+    # the nodes in the order of their first rank (SLURM_NODEID is name order here)
+    [[ $(awk '{print $3}' <<<"$real" | paste -sd' ') == "0 1 1 2 0" ]]
     [[ $real == "$table" ]]
     grep '^tf ' <<<"$output" | "$TORCH_PYTHON" -c '
 import json, sys

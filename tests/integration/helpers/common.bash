@@ -113,13 +113,24 @@ check_layout() {
         per_host[$host]=$(( ${per_host[$host]:-0} + 1 ))
     done
     [[ ${#per_host[@]} -eq $nodes ]] || { echo "expected $nodes nodes, got ${!per_host[*]}" >&2; return 1; }
+    # GROUP_RANK numbers the nodes by the first rank each runs (torchrun's node 0 is rank 0's)
+    local -A first_rank=() node_rank=()
+    for line in "${lines[@]}"; do
+        host=$(field "$line" HOST)
+        rank=$(field "$line" SLURM_PROCID)
+        if [[ -z ${first_rank[$host]:-} ]] || ((rank < first_rank[$host])); then first_rank[$host]=$rank; fi
+    done
+    local i=0
+    while read -r _ host; do node_rank[$host]=$((i++)); done < <(for host in "${!first_rank[@]}"; do
+        echo "${first_rank[$host]} $host"
+    done | sort -n)
     for line in "${lines[@]}"; do
         host=$(field "$line" HOST)
         rank=$(field "$line" RANK)
         expect_eq "$line" RANK "$(field "$line" SLURM_PROCID)" || return 1
         expect_eq "$line" LOCAL_RANK "$(field "$line" SLURM_LOCALID)" || return 1
-        expect_eq "$line" GROUP_RANK "$(field "$line" SLURM_NODEID)" || return 1
-        expect_eq "$line" NODE_RANK "$(field "$line" SLURM_NODEID)" || return 1
+        expect_eq "$line" GROUP_RANK "${node_rank[$host]}" || return 1
+        expect_eq "$line" NODE_RANK "${node_rank[$host]}" || return 1
         expect_eq "$line" WORLD_SIZE "$ntasks" || return 1
         expect_eq "$line" ROLE_WORLD_SIZE "$ntasks" || return 1
         expect_eq "$line" ROLE_RANK "$rank" || return 1
