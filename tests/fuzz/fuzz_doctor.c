@@ -2,7 +2,9 @@
  * rank 0's port can send (the handshake's lines, a record), and what a
  * rank reads back (rank 0's proof, the verdict); tools/doctor/auth.c and
  * tools/doctor/wire.c.  Input: byte 0 picks the side, the rest is the
- * bytes on the connection.  The key and the nonces are fixed (the seeds
+ * bytes on the connection.  The same bytes are also read as the texts the
+ * stack's checks take from the environment and /proc (tools/doctor/stack.c):
+ * a release, a port range, the reserved ports.  The key and the nonces are fixed (the seeds
  * hold lines signed with them); a line that passes a check must be the
  * very line the key's holder writes. */
 #include <ctype.h>
@@ -10,6 +12,7 @@
 #include "tests/fuzz/fuzz.h"
 #include "tools/doctor/doctor.h"
 #include "tools/doctor/auth.h"
+#include "tools/doctor/stack.h"
 
 static const char KEY[] = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
 static const char PN[] = "0123456789abcdef0123456789abcdef";
@@ -154,10 +157,37 @@ static void signed_record (const struct doctor_key *key, const uint8_t *data, si
     }
 }
 
+/* A release and a range parse whole or not at all; the reserved ports, whatever they say,
+ * give a verdict and one printable line. */
+static void check_stack_texts (const uint8_t *data, size_t size)
+{
+    char *text = fuzz_string (data, size), msg[1024];
+    struct doctor_version v;
+    struct doctor_range r;
+    struct doctor_port_facts f = {.plugin = {30000, 40000},
+                                  .srun = {-1, -1},
+                                  .ephemeral = {32768, 60999},
+                                  .master_port = 35000};
+    enum doctor_verdict verdict;
+
+    if (doctor_version_parse (text, &v) == 0)
+        FUZZ_CHECK (v.major >= 0 && v.minor >= 0 && v.micro >= 0);
+    if (doctor_range_parse (text, &r) == 0)
+        FUZZ_CHECK (r.lo >= 0 && r.lo <= r.hi);
+    else
+        FUZZ_CHECK (r.lo < 0);
+    f.reserved = text;
+    verdict = doctor_check_ephemeral_ports (&f, msg, sizeof (msg));
+    FUZZ_CHECK (verdict == DOCTOR_FINE || verdict == DOCTOR_WARN);
+    check_text (msg, sizeof (msg));
+    free (text);
+}
+
 int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
 {
     struct doctor_key key;
 
+    check_stack_texts (data, size);
     if (size < 1 || doctor_key_parse (KEY, &key) < 0)
         return 0;
     switch (data[0] % 3) {

@@ -98,9 +98,10 @@ tests/fuzz/fuzz_pmi2: $(FUZZ_SRC_pmi2) $(FUZZ_DEPS) $(srcdir)/shim/pmi2wire.h
 	$(FUZZ_BUILD) $(FUZZ_SRC_pmi2)
 
 FUZZ_SRC_doctor = $(srcdir)/tests/fuzz/fuzz_doctor.c $(srcdir)/tools/doctor/auth.c \
-	$(srcdir)/tools/doctor/wire.c $(srcdir)/libdist/handover.c
+	$(srcdir)/tools/doctor/wire.c $(srcdir)/tools/doctor/stack.c $(srcdir)/libdist/handover.c \
+	$(srcdir)/libdist/ranges.c
 tests/fuzz/fuzz_doctor: $(FUZZ_SRC_doctor) $(FUZZ_DEPS) $(srcdir)/tools/doctor/doctor.h \
-		$(srcdir)/tools/doctor/auth.h
+		$(srcdir)/tools/doctor/auth.h $(srcdir)/tools/doctor/stack.h
 	$(FUZZ_BUILD) $(CRYPTO_CFLAGS) $(FUZZ_SRC_doctor) $(CRYPTO_LIBS)
 
 # The plugin's own sources, linked as they are, with the stand-in slurmstepd:

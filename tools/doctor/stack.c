@@ -183,8 +183,10 @@ static bool reserved (const char *list, const struct doctor_range *r)
 enum doctor_verdict doctor_check_ephemeral_ports (const struct doctor_port_facts *f, char *msg,
                                                   size_t size)
 {
-    struct doctor_range both, mine = {f->master_port, f->master_port};
+    struct doctor_range both, mine = {f->master_port, f->master_port}, none = {0, -1};
     char step[64] = "";
+    /* (the sysctl line keeps the ports already reserved, only when they are a list) */
+    const char *kept = reserved (f->reserved, &none) ? f->reserved : "";
 
     msg[0] = '\0';
     if (!overlap (&f->plugin, &f->ephemeral, &both) || reserved (f->reserved, &both))
@@ -197,7 +199,7 @@ enum doctor_verdict doctor_check_ephemeral_ports (const struct doctor_port_facts
               "MASTER_PORT before rank 0 binds it; keep port_range below %ld, or reserve the "
               "ports: sysctl -w net.ipv4.ip_local_reserved_ports=%.100s%s%ld-%ld",
               f->plugin.lo, f->plugin.hi, f->ephemeral.lo, f->ephemeral.hi, step, f->ephemeral.lo,
-              f->reserved, f->reserved[0] ? "," : "", both.lo, both.hi);
+              kept, kept[0] ? "," : "", both.lo, both.hi);
     return DOCTOR_WARN;
 }
 
