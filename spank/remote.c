@@ -27,6 +27,7 @@ struct stepd_node {
     struct dist_netorder order; /* the rank order and the network's groups */
     bool have_order; /* order holds them: else Slurm's order, and no groups */
     bool have_groups; /* srun handed over the groups */
+    uint32_t *node_of_rank; /* the step's layout: the node of each Slurm rank */
     uint32_t slurm_node; /* this node's index in Slurm's order (SLURM_NODEID) */
     uint32_t group; /* this node's group */
     struct container_note *container;
@@ -137,6 +138,8 @@ static int plan_order (struct stepd_node *n, spank_t sp)
                == 0) {
         n->have_order = true;
         n->group = group[n->slurm_node];
+        n->node_of_rank = layout.node_of_rank;
+        layout.node_of_rank = NULL; /* (kept for rank 0's DIST_TRAIN_LAYOUT) */
     }
     n->have_groups = n->have_order && ngroups > 0;
     if (laid_out)
@@ -464,6 +467,27 @@ static int set_group_variables (const struct stepd_node *n, const struct task *t
     return 0;
 }
 
+/* Rank 0's task: where every RANK runs, in the order the plugin numbered them, for
+ * dist-train-doctor, which checks each rank against it. */
+static void set_rank_layout (const struct stepd_node *n, const struct task *t)
+{
+    const struct dist_netorder *o = &n->order;
+    uint32_t *by_rank, r;
+    char *text = NULL;
+
+    spank_unsetenv (t->sp, "DIST_TRAIN_LAYOUT");
+    if (t->rank != 0 || !n->have_order
+        || (by_rank = calloc (o->nranks > 0 ? o->nranks : 1, sizeof (*by_rank))) == NULL)
+        return;
+    for (r = 0; r < o->nranks; r++)
+        by_rank[o->new_rank[r]] = n->node_of_rank[r];
+    text = dist_layout_text (n->step.job_id, n->step.step_id, o->nnodes, by_rank, o->nranks);
+    if (text != NULL && spank_setenv (t->sp, "DIST_TRAIN_LAYOUT", text, 1) != ESPANK_SUCCESS)
+        slurm_verbose ("%s: cannot set DIST_TRAIN_LAYOUT", PLUGIN_NAME);
+    free (text);
+    free (by_rank);
+}
+
 /* The contract's variables for this rank. */
 static int set_variables (const struct stepd_node *n, const struct task *t)
 {
@@ -544,6 +568,7 @@ int dist_train_remote_task_init (spank_t sp)
     dist_train_bind_task (n->binding, sp, t.local_rank, n->container, &t.step.cpus_per_task);
     if (set_variables (n, &t) < 0 || set_group_variables (n, &t) < 0)
         return -1;
+    set_rank_layout (n, &t);
     return prepend_doctor (n, &t);
 }
 
@@ -563,6 +588,7 @@ void dist_train_remote_exit (void)
     dist_container_free (node->container);
     free (node->tf_config);
     dist_netorder_free (&node->order);
+    free (node->node_of_rank);
     free (node);
     node = NULL;
 }

@@ -71,6 +71,20 @@ setup() {
     [[ $output == *"the arbitrary distribution: which node runs each rank comes from srun, and this step's srun handed none over"* ]]
 }
 
+@test "rank_order=topology, and an srun without the plugin: a message, nothing started" {
+    # only srun can read the network's groups from slurmctld
+    local d=$MINICLUSTER_DIR
+    : > "$d/plugstack.empty"
+    sed "s|^PlugStackConfig=.*|PlugStackConfig=$d/plugstack.empty|" "$d/slurm.conf" \
+        > "$d/slurm.srun-without-plugin.conf"
+    DIST_TRAIN=rank_order=topology SLURM_CONF=$d/slurm.srun-without-plugin.conf \
+        run timeout 60 srun -N2 -n2 bash -c 'echo "ran $RANK"'
+    echo "$output"
+    [ "$status" -ne 0 ]
+    [[ $output == *"rank_order=topology: the network's groups come from srun, and this step's srun handed none over"* ]]
+    [[ $output != *"ran "* ]]
+}
+
 # tf TF_CONFIG lines "tf RANK HOST MASTER_ADDR TF_CONFIG" on stdin: every rank
 # on the node the hostfile gave it ($1: the hosts in rank order).
 check_tf_hosts() {

@@ -55,6 +55,28 @@ static void test_layout (void **state)
     doctor_layout_free (&l);
 }
 
+/* The plugin's layout (rank 0's DIST_TRAIN_LAYOUT): RANK 0 and 1 on node3, whatever Slurm's
+ * block order says; only for this step and these nodes. */
+static void test_layout_from_plugin (void **state)
+{
+    static const char text[] = "step=7.2 nodes=3 ranks=6 layout=2*2,0*2,1*2";
+    struct doctor_layout l;
+
+    (void) state;
+    assert_int_equal (doctor_layout_from_plugin ("node[1-3]", text, 7, 2, &l), 0);
+    assert_int_equal (l.nranks, 6);
+    assert_string_equal (l.node[l.node_of_rank[0]], "node3");
+    assert_string_equal (l.node[l.node_of_rank[2]], "node1");
+    doctor_layout_free (&l);
+    assert_int_equal (doctor_layout_from_plugin ("node[1-3]", text, 7, 3, &l), -1);
+    assert_null (l.node_of_rank);
+    assert_int_equal (doctor_layout_from_plugin ("node[1-2]", text, 7, 2, &l), -1);
+    assert_int_equal (doctor_layout_from_plugin ("node[1-3]", NULL, 7, 2, &l), -1);
+    assert_int_equal (
+        doctor_layout_from_plugin ("node[1-3]", "step=7.2 nodes=3 ranks=6 layout=3*6", 7, 2, &l),
+        -1);
+}
+
 static void healthy (struct doctor_rank *r, long rank, const char *node, long local)
 {
     memset (r, 0, sizeof (*r));
@@ -478,6 +500,7 @@ int main (void)
         cmocka_unit_test (test_hostlist),
         cmocka_unit_test (test_hostlist_bad),
         cmocka_unit_test (test_layout),
+        cmocka_unit_test (test_layout_from_plugin),
         cmocka_unit_test (test_wire_roundtrip),
         cmocka_unit_test (test_wire_hostile),
 #define STEP_CHECK(test)                                                                           \

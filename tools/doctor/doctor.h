@@ -103,6 +103,11 @@ int doctor_hostlist_expand (const char *text, char (*names)[DOCTOR_NAME_MAX], si
  * 0, or -1 with out empty when they do not give one. */
 int doctor_layout_build (const char *nodelist, const char *tasks_per_node, const char *distribution,
                          const char *plane_size, struct doctor_layout *out);
+/* The layout the plugin gives rank 0's task (DIST_TRAIN_LAYOUT: the node of every RANK, in
+ * whatever order the plugin numbered the ranks), for the step's nodes (nodelist) and
+ * step job_id.step_id.  0, or -1 with out empty when it is not that step's. */
+int doctor_layout_from_plugin (const char *nodelist, const char *text, unsigned long job_id,
+                               unsigned long step_id, struct doctor_layout *out);
 void doctor_layout_free (struct doctor_layout *l);
 
 /* Check n ranks' facts (recs[0] is rank 0's own) against each other and

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "doctor.h"
+#include "libdist/handover.h"
 #include "libdist/hostlist.h"
 #include "libdist/layout.h"
 
@@ -84,4 +85,40 @@ fail:
     free (counts);
     doctor_layout_free (out);
     return -1;
+}
+
+/* The nodes' names of nodelist into out (printable: the environment is the user's). */
+static int layout_names (const char *nodelist, struct doctor_layout *out)
+{
+    int nnodes;
+
+    if (nodelist == NULL || (out->node = calloc (DOCTOR_NODES_MAX, sizeof (*out->node))) == NULL
+        || (nnodes = doctor_hostlist_expand (nodelist, out->node, DOCTOR_NODES_MAX)) <= 0)
+        return -1;
+    for (int i = 0; i < nnodes; i++)
+        doctor_printable (out->node[i], DOCTOR_NAME_MAX, out->node[i]);
+    out->nnodes = (size_t) nnodes;
+    return 0;
+}
+
+int doctor_layout_from_plugin (const char *nodelist, const char *text, unsigned long job_id,
+                               unsigned long step_id, struct doctor_layout *out)
+{
+    const char *p = text;
+    uint32_t job, step, nodes, ranks;
+
+    memset (out, 0, sizeof (*out));
+    if (text == NULL || !dist_take_word (&p, "step=") || dist_take_u32 (&p, ".", &job) < 0
+        || !dist_take_word (&p, ".") || dist_take_u32 (&p, " ", &step) < 0
+        || !dist_take_word (&p, " nodes=") || dist_take_u32 (&p, " ", &nodes) < 0
+        || !dist_take_word (&p, " ranks=") || dist_take_u32 (&p, " ", &ranks) < 0 || job != job_id
+        || step != step_id || ranks == 0 || ranks > DOCTOR_RANKS_MAX
+        || layout_names (nodelist, out) < 0 || nodes != out->nnodes
+        || (out->node_of_rank = calloc (ranks, sizeof (*out->node_of_rank))) == NULL
+        || dist_layout_text_parse (text, job, step, nodes, ranks, out->node_of_rank) < 0) {
+        doctor_layout_free (out);
+        return -1;
+    }
+    out->nranks = ranks;
+    return 0;
 }

@@ -336,6 +336,24 @@ static int run_peer (struct doctor_rank *self, const struct doctor_key *key,
     return peer_verdict (&p);
 }
 
+/* Where each RANK should run: the plugin's layout, which srun read from slurmctld and which
+ * follows the plugin's rank order; else recomputed from Slurm's variables (block, cyclic,
+ * plane, in node order); else none, and nothing is checked against it. */
+static void load_layout (struct doctor_layout *layout)
+{
+    const char *job = getenv ("SLURM_JOB_ID"), *step = getenv ("SLURM_STEP_ID");
+
+    if (job != NULL && step != NULL
+        && doctor_layout_from_plugin (getenv ("SLURM_STEP_NODELIST"), getenv ("DIST_TRAIN_LAYOUT"),
+                                      strtoul (job, NULL, 10), strtoul (step, NULL, 10), layout)
+               == 0)
+        return;
+    if (doctor_layout_build (getenv ("SLURM_STEP_NODELIST"), getenv ("SLURM_STEP_TASKS_PER_NODE"),
+                             getenv ("SLURM_DISTRIBUTION"), getenv ("SLURM_DIST_PLANESIZE"), layout)
+        < 0)
+        memset (layout, 0, sizeof (*layout));
+}
+
 /* Rank 0's part: listen where the others will connect, then serve. */
 static int run_rank0 (struct doctor_rank *self, const struct doctor_key *key,
                       const struct options *o, long start_ms)
@@ -376,11 +394,7 @@ static int run_rank0 (struct doctor_rank *self, const struct doctor_key *key,
         (void) dist_interface_of ((const struct sockaddr *) &ss, self->ifname,
                                   sizeof (self->ifname));
     self->connect_ms = 0;
-    if (doctor_layout_build (getenv ("SLURM_STEP_NODELIST"), getenv ("SLURM_STEP_TASKS_PER_NODE"),
-                             getenv ("SLURM_DISTRIBUTION"), getenv ("SLURM_DIST_PLANESIZE"),
-                             &layout)
-        < 0)
-        memset (&layout, 0, sizeof (layout));
+    load_layout (&layout);
     rc = doctor_serve (lfd, key, self, &layout, start_ms + (long) (o->timeout_s * 1000),
                        o->timeout_s, o->json);
     doctor_layout_free (&layout);
