@@ -58,7 +58,7 @@ static int broadcast (enum shim_op op, void *buf, size_t size, int root, struct 
     if (shim_world.transport != NULL) {
         rv = shim_world.transport->exchange (op, buf, size, shim_world.rank == root, seq);
         if (rv == DTSHIM_OK && shim_world.rank != root)
-            rv = shim_world.transport->read (op, seq, root, 1, &piece);
+            rv = shim_read_root (op, seq, root, &piece);
         if (rv != DTSHIM_OK)
             goto out;
     }
@@ -114,7 +114,7 @@ static int collect (enum shim_op op, uint64_t seq, const void *send, size_t size
 {
     if (shim_world.transport == NULL)
         return own_piece (send, size, &got[0]);
-    return shim_world.transport->read (op, seq, 0, shim_world.size, got);
+    return shim_read_all (op, seq, got);
 }
 
 /* The n pieces of collective seq, each of size bytes, at fixed offsets of recv. */

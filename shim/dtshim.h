@@ -54,6 +54,7 @@ enum dtshim_status {
     DTSHIM_ERR_NOT_BUILT = -15, /* this libdtshim was built without NCCL */
     DTSHIM_ERR_FENCE = -16, /* the step runs Slurm's PMIx tree fence, which does not wait */
     DTSHIM_ERR_TOO_LARGE = -17, /* a payload beyond what the transport carries (PMI-2: 1 MiB) */
+    DTSHIM_ERR_RANK_ORDER = -18, /* RANK, GROUP_RANK of the tasks do not order the step */
 };
 
 /* What a code means, e.g. "no PMIx server in this step: launch with srun --mpi=pmix ...".
@@ -74,6 +75,12 @@ const char *dtshim_last_error (void);
  * - In a step of several nodes under Slurm's tree fence (SLURM_PMIX_FENCE=tree, or
  *   PMIxCollFence=tree in mpi.conf): DTSHIM_ERR_FENCE, because that fence does not wait for
  *   the other nodes on steps of fewer nodes than TreeWidth.
+ * - With DIST_TRAIN_RANK_ORDER=topology (srun --dist-train=rank_order=topology, whose plugin
+ *   sets it, RANK and GROUP_RANK in every task): rank, node rank, the chief and the order of
+ *   every collective are the plugin's RANK's, checked at init with one exchange of every
+ *   task's RANK and GROUP_RANK (collective); DTSHIM_ERR_RANK_ORDER on every task when they do
+ *   not give each task its own rank and each node its own node rank. Set on every task of
+ *   the step or on none.
  * Calling it again after success does nothing and returns DTSHIM_OK. Environment:
  * DTSHIM_TIMEOUT (seconds, default 300, 0 = wait forever, at most 31536000 = a year),
  * DTSHIM_ABORT_ON_TIMEOUT=1, DTSHIM_PREEMPT_SIGNAL (a name like USR2 or SIGUSR2, a number,
@@ -83,9 +90,10 @@ int dtshim_init (void);
 /* Restore the signal handlers and disconnect from PMIx or PMI-2. Not collective. */
 int dtshim_finalize (void);
 
-/* The facts of the step, from PMIx (over PMI-2, from its PMI_process_mapping). Each returns
- * -1 before dtshim_init(). */
-int dtshim_rank (void); /* 0 .. size-1 */
+/* The facts of the step, from PMIx (over PMI-2, from its PMI_process_mapping); rank and
+ * node rank from RANK and GROUP_RANK under DIST_TRAIN_RANK_ORDER=topology. Each returns -1
+ * before dtshim_init(). */
+int dtshim_rank (void); /* 0 .. size-1: every collective's ranks and roots are these */
 int dtshim_size (void); /* tasks in the step */
 int dtshim_local_rank (void); /* 0 .. local_size-1, the rank among the tasks of this node */
 int dtshim_local_size (void); /* tasks of the step on this node */
@@ -97,7 +105,7 @@ int dtshim_has_pmix (void);
  * (a world of one); NULL before dtshim_init(). */
 const char *dtshim_backend (void);
 
-/* The host name of the node that runs rank 0 (the chief), as PMIx knows it (over PMI-2, as
+/* The host name of the node that runs rank 0 (the chief, dtshim_rank()'s 0), as PMIx knows it (over PMI-2, as
  * SLURM_STEP_NODELIST names it); NULL before dtshim_init(). */
 const char *dtshim_chief_host (void);
 

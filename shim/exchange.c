@@ -174,7 +174,8 @@ static int get_all (struct shim_request *r, const int *ranks, size_t n, const si
     for (size_t i = 0; i < n; i++) {
         if (r->slots[i].status != PMIX_SUCCESS)
             return shim_fail (DTSHIM_ERR_PMIX, "PMIx_Get(%s of rank %d) failed: %s",
-                              r->slots[i].key, ranks[i], PMIx_Error_string (r->slots[i].status));
+                              r->slots[i].key, shim_rank_of (ranks[i]),
+                              PMIx_Error_string (r->slots[i].status));
     }
     return DTSHIM_OK;
 }
@@ -208,7 +209,7 @@ static int probe (const char *key, uint64_t seq, int *any)
     PMIX_INFO_LOAD (&r->info[0], PMIX_IMMEDIATE, &yes, PMIX_BOOL);
     r->want_u64 = true;
     for (int rank = 0; rank < shim_world.size; rank++) {
-        if (rank == shim_world.rank)
+        if (rank == shim_world.transport_rank)
             continue;
         ranks[n] = rank;
         snprintf (r->slots[n].key, sizeof (r->slots[n].key), "%s", key);
@@ -221,8 +222,8 @@ static int probe (const char *key, uint64_t seq, int *any)
         if (st == PMIX_SUCCESS && r->slots[i].u64 <= seq)
             *any = 1;
         else if (st != PMIX_SUCCESS && st != PMIX_ERR_NOT_FOUND)
-            rv = shim_fail (DTSHIM_ERR_PMIX, "PMIx_Get(%s of rank %d) failed: %s", key, ranks[i],
-                            PMIx_Error_string (st));
+            rv = shim_fail (DTSHIM_ERR_PMIX, "PMIx_Get(%s of rank %d) failed: %s", key,
+                            shim_rank_of (ranks[i]), PMIx_Error_string (st));
     }
     shim_request_release (r);
     free (ranks);
@@ -293,7 +294,7 @@ static int match_heads (const struct round *heads, enum shim_op op, uint64_t seq
         const struct shim_slot *s = &heads->req->slots[i];
         if ((rv = shim_frame_parse (s->bytes, s->len, op, seq, &size)) != DTSHIM_OK)
             return shim_fail (rv, "collective #%llu, rank %d: %s", (unsigned long long) seq,
-                              heads->ranks[i], dtshim_strerror (rv));
+                              shim_rank_of (heads->ranks[i]), dtshim_strerror (rv));
         out[i].size = (size_t) size;
         *nrest += shim_chunk_count (SHIM_FRAME_HEADER + size, SHIM_CHUNK) - 1;
     }
@@ -329,7 +330,8 @@ static int match_rest (const struct round *rest, int first, uint64_t seq,
         size_t len = rest->req->slots[k].len;
         if (len != shim_chunk_len (frame_len, SHIM_CHUNK, rest->chunks[k]))
             return shim_fail (DTSHIM_ERR_PMIX, "collective #%llu, rank %d: chunk %zu has %zu bytes",
-                              (unsigned long long) seq, rest->ranks[k], rest->chunks[k], len);
+                              (unsigned long long) seq, shim_rank_of (rest->ranks[k]),
+                              rest->chunks[k], len);
     }
     return DTSHIM_OK;
 }
@@ -406,6 +408,6 @@ static int abort_step (int status, const char *msg)
 const struct shim_transport shim_pmix_transport = {
     .name = "pmix", .connect = shim_pmix_connect, .disconnect = shim_pmix_disconnect,
     .exchange = exchange, .fence = fence, .read = read_pieces,
-    .publish = publish, .probe = probe, .abort = abort_step,
+    .publish = publish, .probe = probe, .abort = abort_step, .name_chief = shim_pmix_name_chief,
 };
 /* clang-format on */

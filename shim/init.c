@@ -18,7 +18,7 @@
 static void world_of_one (void)
 {
     shim_world.transport = NULL;
-    shim_world.rank = shim_world.local_rank = shim_world.node_rank = 0;
+    shim_world.transport_rank = shim_world.local_rank = shim_world.node_rank = 0;
     shim_world.size = shim_world.local_size = shim_world.node_count = 1;
     if (gethostname (shim_world.chief_host, sizeof (shim_world.chief_host) - 1) != 0)
         snprintf (shim_world.chief_host, sizeof (shim_world.chief_host), "localhost");
@@ -83,18 +83,19 @@ int dtshim_init (void)
     shim_world.broken = false;
     if ((rv = read_settings ()) != DTSHIM_OK || (rv = connect_server ()) != DTSHIM_OK)
         return rv;
-    if ((rv = shim_preempt_install ()) != DTSHIM_OK) {
-        disconnect ();
-        return rv;
-    }
+    shim_world.seq = 0;
+    if ((rv = shim_rank_order_init ()) != DTSHIM_OK || (rv = shim_preempt_install ()) != DTSHIM_OK)
+        goto fail;
     if ((rv = shim_watchdog_start ()) != DTSHIM_OK) {
         shim_preempt_restore ();
-        disconnect ();
-        return rv;
+        goto fail;
     }
-    shim_world.seq = 0;
     shim_world.initialized = true;
     return DTSHIM_OK;
+fail:
+    shim_rank_order_clear ();
+    disconnect ();
+    return rv;
 }
 
 int dtshim_finalize (void)
@@ -107,6 +108,7 @@ int dtshim_finalize (void)
     shim_preempt_restore ();
     shim_world.initialized = false;
     rv = disconnect ();
+    shim_rank_order_clear ();
     shim_world.rank = shim_world.size = shim_world.local_rank = shim_world.local_size = -1;
     shim_world.node_rank = shim_world.node_count = -1;
     return rv;

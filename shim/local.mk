@@ -17,6 +17,8 @@ shim_libdtshim_la_SOURCES = \
 	shim/exchange.c \
 	shim/request.c shim/request.h \
 	shim/preempt.c \
+	shim/rankmap.c shim/rankmap.h \
+	shim/rankorder.c \
 	shim/watchdog.c \
 	shim/nccl.c \
 	libdist/address.c libdist/address.h \
@@ -59,6 +61,13 @@ tests_unit_test_shim_wire_CFLAGS = $(UNIT_COMPILEFLAGS) $(PMIX_CFLAGS)
 tests_unit_test_shim_wire_LDFLAGS = $(UNIT_LINKFLAGS)
 tests_unit_test_shim_wire_LDADD = $(UNIT_LINKLIBS) -lm
 
+# The plugin's rank order: the check of the tasks' RANK and GROUP_RANK, and the maps.
+check_PROGRAMS += tests/unit/test_shim_rankmap
+tests_unit_test_shim_rankmap_SOURCES = tests/unit/test_shim_rankmap.c shim/rankmap.c shim/wire.c
+tests_unit_test_shim_rankmap_CFLAGS = $(UNIT_COMPILEFLAGS) $(PMIX_CFLAGS)
+tests_unit_test_shim_rankmap_LDFLAGS = $(UNIT_LINKFLAGS)
+tests_unit_test_shim_rankmap_LDADD = $(UNIT_LINKLIBS) -lm
+
 # The requests' references, with callbacks on threads of their own as PMIx runs them.
 check_PROGRAMS += tests/unit/test_shim_request
 tests_unit_test_shim_request_SOURCES = tests/unit/test_shim_request.c shim/request.c shim/world.c
@@ -71,6 +80,7 @@ check_PROGRAMS += tests/unit/test_shim_local
 tests_unit_test_shim_local_SOURCES = tests/unit/test_shim_local.c \
 	shim/wire.c shim/pmi2wire.c shim/pmi2.c shim/pmi2kvs.c shim/world.c shim/init.c shim/pmix.c \
 	shim/collective.c shim/exchange.c shim/request.c shim/preempt.c shim/watchdog.c shim/nccl.c \
+	shim/rankmap.c shim/rankorder.c \
 	libdist/address.c libdist/hostlist.c libdist/io.c
 tests_unit_test_shim_local_CFLAGS = $(UNIT_COMPILEFLAGS) $(PMIX_CFLAGS) -pthread \
 	-DSLURM_SYSCONFDIR='"$(slurm_sysconfdir)"'

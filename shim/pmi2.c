@@ -302,13 +302,13 @@ static int read_mapping (int *chief_node)
                           "%d ranks",
                           value, shim_world.size);
     }
-    shim_world.node_rank = node_of[shim_world.rank];
+    shim_world.node_rank = node_of[shim_world.transport_rank];
     shim_world.local_rank = shim_world.local_size = 0;
     for (int r = 0; r < shim_world.size; r++) {
         if (node_of[r] > max_node)
             max_node = node_of[r];
         if (node_of[r] == shim_world.node_rank) {
-            shim_world.local_rank += r < shim_world.rank;
+            shim_world.local_rank += r < shim_world.transport_rank;
             shim_world.local_size++;
         }
     }
@@ -318,11 +318,14 @@ static int read_mapping (int *chief_node)
     return DTSHIM_OK;
 }
 
-/* Rank 0's node by name: node ids are positions in the step's node list, which slurmstepd
- * gives every task as SLURM_STEP_NODELIST (SLURM_NODELIST outside a step of its own). */
-static int read_chief (int chief_node)
+/* The chief's node by name: node ids are positions in the step's node list, which
+ * slurmstepd gives every task as SLURM_STEP_NODELIST (SLURM_NODELIST outside a step of its
+ * own). PMI-2 has no host names, and the task's rank adds nothing to its node. */
+int shim_pmi2_name_chief (int rank, int chief_node)
 {
     const char *list = getenv ("SLURM_STEP_NODELIST");
+
+    (void) rank;
 
     if (list == NULL)
         list = getenv ("SLURM_NODELIST");
@@ -331,7 +334,8 @@ static int read_chief (int chief_node)
                               sizeof (shim_world.chief_host))
                != 0)
         return shim_fail (DTSHIM_ERR_PMIX,
-                          "PMI-2: cannot name node %d, rank 0's, from SLURM_STEP_NODELIST=%.200s",
+                          "PMI-2: cannot name node %d, the chief's, from "
+                          "SLURM_STEP_NODELIST=%.200s",
                           chief_node, list != NULL ? list : "(unset)");
     return DTSHIM_OK;
 }
@@ -414,14 +418,14 @@ int shim_pmi2_connect (void)
     if ((rv = call ("fullinit", fields, 6, 0)) != DTSHIM_OK)
         goto fail;
     if (!shim_pmi2_field (conn.answer, conn.answer_len, "rank", &v, &n)
-        || sscanf (v, "%d", &shim_world.rank) != 1 || shim_world.rank != rank
+        || sscanf (v, "%d", &shim_world.transport_rank) != 1 || shim_world.transport_rank != rank
         || !shim_pmi2_field (conn.answer, conn.answer_len, "size", &v, &n)
         || sscanf (v, "%d", &shim_world.size) != 1 || shim_world.size <= rank) {
         rv = shim_fail (DTSHIM_ERR_PMIX, "PMI-2: fullinit: %.200s", conn.answer);
         goto fail;
     }
     if ((rv = read_mapping (&chief_node)) != DTSHIM_OK
-        || (rv = read_chief (chief_node)) != DTSHIM_OK)
+        || (rv = shim_pmi2_name_chief (0, chief_node)) != DTSHIM_OK)
         goto fail;
     return DTSHIM_OK;
 fail:

@@ -38,5 +38,7 @@ int shim_pmi2_fence (uint64_t seq);
 int shim_pmi2_connect (void);
 int shim_pmi2_disconnect (void);
 int shim_pmi2_abort (int status, const char *msg);
+/* The host of the chief, the task of rank on node chief_node, into shim_world.chief_host. */
+int shim_pmi2_name_chief (int rank, int chief_node);
 
 #endif

@@ -21,7 +21,7 @@ static int put_request (size_t c, const char **key, const char **value, void *ar
 {
     struct frame_puts *p = arg;
 
-    shim_pmi2_key (p->key, sizeof (p->key), shim_world.rank, c);
+    shim_pmi2_key (p->key, sizeof (p->key), shim_world.transport_rank, c);
     shim_pmi2_encode (p->frame + c * SHIM_PMI2_CHUNK, shim_chunk_len (p->len, SHIM_PMI2_CHUNK, c),
                       p->value);
     *key = p->key;
@@ -109,7 +109,7 @@ static int head_answer (size_t i, void *arg)
 {
     struct frame_gets *g = arg;
     uint8_t head[SHIM_PMI2_CHUNK];
-    int rank = g->first + (int) i, rv;
+    int rank = shim_rank_of (g->first + (int) i), rv; /* as the program knows it */
     uint64_t size;
     long n = answer_bytes (g, rank, head, sizeof (head));
 
@@ -150,7 +150,7 @@ static int rest_answer (size_t k, void *arg)
     struct shim_piece *piece = &g->out[g->rest[k].i];
     size_t c = g->rest[k].chunk,
            want = shim_chunk_len (SHIM_FRAME_HEADER + piece->size, SHIM_PMI2_CHUNK, c);
-    int rank = g->first + g->rest[k].i;
+    int rank = shim_rank_of (g->first + g->rest[k].i); /* as the program knows it */
     long n = answer_bytes (g, rank, piece->bytes + c * SHIM_PMI2_CHUNK - SHIM_FRAME_HEADER, want);
 
     if (n < 0)
@@ -219,5 +219,6 @@ const struct shim_transport shim_pmi2_transport = {
     .name = "pmi2", .connect = shim_pmi2_connect, .disconnect = shim_pmi2_disconnect,
     .exchange = exchange, .fence = shim_pmi2_fence, .read = read_pieces,
     .publish = publish, .probe = probe, .abort = shim_pmi2_abort,
+    .name_chief = shim_pmi2_name_chief,
 };
 /* clang-format on */

@@ -50,33 +50,42 @@ static int read_node_count (const pmix_proc_t *job)
     return DTSHIM_OK;
 }
 
+/* The chief's host: PMIX_HOSTNAME of its rank (its node id is Slurm's, unused here). */
+int shim_pmix_name_chief (int rank, int node)
+{
+    pmix_proc_t chief;
+    pmix_value_t *v = NULL;
+    pmix_status_t rc;
+
+    (void) node;
+    PMIX_LOAD_PROCID (&chief, shim_world.self.nspace, (pmix_rank_t) rank);
+    rc = PMIx_Get (&chief, PMIX_HOSTNAME, NULL, 0, &v);
+    if (rc != PMIX_SUCCESS || v->type != PMIX_STRING || v->data.string == NULL) {
+        if (v != NULL)
+            PMIX_VALUE_RELEASE (v);
+        return shim_fail (DTSHIM_ERR_PMIX, "PMIx_Get(PMIX_HOSTNAME of task %d) failed: %s", rank,
+                          PMIx_Error_string (rc));
+    }
+    snprintf (shim_world.chief_host, sizeof (shim_world.chief_host), "%s", v->data.string);
+    PMIX_VALUE_RELEASE (v);
+    return DTSHIM_OK;
+}
+
 static int read_facts (void)
 {
     const pmix_proc_t *me = &shim_world.self;
-    pmix_proc_t job, chief;
-    pmix_value_t *v = NULL;
-    pmix_status_t rc;
+    pmix_proc_t job;
     int rv;
 
     PMIX_LOAD_PROCID (&job, shim_world.self.nspace, PMIX_RANK_WILDCARD);
-    PMIX_LOAD_PROCID (&chief, shim_world.self.nspace, 0);
-    shim_world.rank = (int) shim_world.self.rank;
+    shim_world.transport_rank = (int) shim_world.self.rank;
     if ((rv = get_int (&job, PMIX_JOB_SIZE, &shim_world.size)) != DTSHIM_OK
         || (rv = get_int (me, PMIX_LOCAL_RANK, &shim_world.local_rank)) != DTSHIM_OK
         || (rv = get_int (&job, PMIX_LOCAL_SIZE, &shim_world.local_size)) != DTSHIM_OK
         || (rv = get_int (me, PMIX_NODEID, &shim_world.node_rank)) != DTSHIM_OK
         || (rv = read_node_count (&job)) != DTSHIM_OK)
         return rv;
-    rc = PMIx_Get (&chief, PMIX_HOSTNAME, NULL, 0, &v);
-    if (rc != PMIX_SUCCESS || v->type != PMIX_STRING || v->data.string == NULL) {
-        if (v != NULL)
-            PMIX_VALUE_RELEASE (v);
-        return shim_fail (DTSHIM_ERR_PMIX, "PMIx_Get(PMIX_HOSTNAME of rank 0) failed: %s",
-                          PMIx_Error_string (rc));
-    }
-    snprintf (shim_world.chief_host, sizeof (shim_world.chief_host), "%s", v->data.string);
-    PMIX_VALUE_RELEASE (v);
-    return DTSHIM_OK;
+    return shim_pmix_name_chief (0, -1);
 }
 
 /* Which collective Slurm's PMIx runs for this step's fences: SLURM_PMIX_FENCE in the step's

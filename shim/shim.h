@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "shim/rankmap.h"
 #include "shim/wire.h"
 
 struct shim_transport;
@@ -18,6 +19,10 @@ struct shim_world {
     bool broken; /* a fence timed out: its callback may still come, keys are lost */
     pmix_proc_t self;
     int rank, size, local_rank, local_size, node_rank, node_count;
+    /* This task's rank to the transport (PMIx's, PMI-2's: SLURM_PROCID), which names its
+     * keys; rank is the plugin's when it chose its own order (rankorder.c). */
+    int transport_rank;
+    struct shim_rank_map order; /* size 0: the transport's order */
     char chief_host[256];
     uint64_t seq; /* number of the next collective, the same on every rank */
     struct timespec deadline; /* of the collective in progress (CLOCK_MONOTONIC) */
@@ -89,6 +94,9 @@ struct shim_transport {
     int (*probe) (const char *key, uint64_t seq, int *any);
     /* Ask the server to end every task of the step, with status and msg in its log. */
     int (*abort) (int status, const char *msg);
+    /* The host name of the task of transport rank rank, on the transport's node id node,
+     * into shim_world.chief_host (each transport names it from what it has). */
+    int (*name_chief) (int rank, int node);
 };
 
 extern const struct shim_transport shim_pmix_transport; /* exchange.c */
@@ -96,8 +104,23 @@ extern const struct shim_transport shim_pmi2_transport; /* pmi2kvs.c */
 
 void shim_pieces_free (struct shim_piece *pieces, int count);
 
+/* The plugin's rank order (rankorder.c). At init, after the transport's connect: rank and
+ * node_rank from RANK and GROUP_RANK under DIST_TRAIN_RANK_ORDER=topology, checked against
+ * every task's through one exchange (collective seq 0), and the chief from the new rank 0;
+ * else the transport's facts stand and nothing is exchanged. */
+int shim_rank_order_init (void);
+void shim_rank_order_clear (void);
+/* A rank of the program's (the plugin's) as the transport's, and back, for naming ranks. */
+int shim_transport_rank (int rank);
+int shim_rank_of (int transport_rank);
+/* The contribution of root / of every rank to collective seq, checked against op, in the
+ * program's rank order (out: shim_world.size pieces); free with shim_pieces_free(). */
+int shim_read_root (enum shim_op op, uint64_t seq, int root, struct shim_piece *out);
+int shim_read_all (enum shim_op op, uint64_t seq, struct shim_piece *out);
+
 /* PMIx's connection (pmix.c), for its transport. */
 int shim_pmix_connect (void);
 int shim_pmix_disconnect (void);
+int shim_pmix_name_chief (int rank, int node);
 
 #endif

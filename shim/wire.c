@@ -35,18 +35,18 @@ int shim_key (char *buf, size_t len, uint64_t seq, size_t chunk)
     return (n < 0 || (size_t) n >= len) ? DTSHIM_ERR_INVALID : DTSHIM_OK;
 }
 
-static void put_u64 (uint8_t *out, uint64_t v)
+void shim_put_le (uint8_t *out, uint64_t v, int bytes)
 {
     /* Little-endian on the wire, whatever the hosts are. */
-    for (int i = 0; i < 8; i++)
+    for (int i = 0; i < bytes; i++)
         out[i] = (uint8_t) (v >> (8 * i));
 }
 
-static uint64_t get_u64 (const uint8_t *in)
+uint64_t shim_get_le (const uint8_t *in, int bytes)
 {
     uint64_t v = 0;
 
-    for (int i = 0; i < 8; i++)
+    for (int i = 0; i < bytes; i++)
         v |= (uint64_t) in[i] << (8 * i);
     return v;
 }
@@ -56,8 +56,8 @@ void shim_frame_header (uint8_t *out, enum shim_op op, uint64_t seq, uint64_t si
     memcpy (out, frame_magic, sizeof (frame_magic));
     out[4] = (uint8_t) op;
     out[5] = out[6] = out[7] = 0;
-    put_u64 (out + 8, size);
-    put_u64 (out + 16, seq);
+    shim_put_le (out + 8, size, 8);
+    shim_put_le (out + 16, seq, 8);
 }
 
 int shim_frame_header_parse (const uint8_t *header, enum shim_op op, uint64_t seq, uint64_t *size)
@@ -66,9 +66,9 @@ int shim_frame_header_parse (const uint8_t *header, enum shim_op op, uint64_t se
 
     if (memcmp (header, frame_magic, 4) != 0)
         return DTSHIM_ERR_PMIX;
-    if (header[4] != (uint8_t) op || get_u64 (header + 16) != seq)
+    if (header[4] != (uint8_t) op || shim_get_le (header + 16, 8) != seq)
         return DTSHIM_ERR_MISMATCH;
-    n = get_u64 (header + 8);
+    n = shim_get_le (header + 8, 8);
     if (n > SHIM_MAX_PAYLOAD)
         return DTSHIM_ERR_PMIX;
     *size = n;

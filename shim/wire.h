@@ -29,6 +29,7 @@ enum shim_op {
     SHIM_OP_PREEMPT = 6,
     SHIM_OP_UNIQUE_ID = 7,
     SHIM_OP_BROADCASTV = 8,
+    SHIM_OP_RANK_ORDER = 9, /* the tasks' claims at init (rankorder.c) */
 };
 
 /* A frame larger than SHIM_CHUNK is put as several PMIx values: Slurm's PMIx server keeps
@@ -42,6 +43,10 @@ enum shim_op {
  * frame_len bytes, and the length of chunk i. */
 size_t shim_chunk_count (size_t frame_len, size_t chunk);
 size_t shim_chunk_len (size_t frame_len, size_t chunk, size_t i);
+
+/* v in its low bytes (at most 8), little-endian, at out / read back from in. */
+void shim_put_le (uint8_t *out, uint64_t v, int bytes);
+uint64_t shim_get_le (const uint8_t *in, int bytes);
 
 /* The PMIx key of chunk i of collective seq: "dtshim.<seq>" for the first chunk,
  * "dtshim.<seq>.<i>" for the others. */

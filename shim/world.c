@@ -86,6 +86,11 @@ const char *dtshim_strerror (int status)
     case DTSHIM_ERR_TOO_LARGE:
         return "a payload larger than this step's transport carries (PMI-2: 1 MiB per rank): "
                "launch it with srun --mpi=pmix";
+    case DTSHIM_ERR_RANK_ORDER:
+        return "under DIST_TRAIN_RANK_ORDER=topology the tasks' RANK (and GROUP_RANK) must give "
+               "each task its own rank and each node its own node rank: launch with "
+               "srun --dist-train=rank_order=topology, which sets them, or unset "
+               "DIST_TRAIN_RANK_ORDER";
     }
     return "unknown dtshim status";
 }

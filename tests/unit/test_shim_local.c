@@ -89,6 +89,9 @@ static int setup (void **state)
     unsetenv ("DTSHIM_PREEMPT_SIGNAL");
     unsetenv ("DIST_TRAIN_WATCHDOG");
     unsetenv ("MASTER_ADDR");
+    unsetenv ("DIST_TRAIN_RANK_ORDER");
+    unsetenv ("RANK");
+    unsetenv ("GROUP_RANK");
     fake_resolve (NULL);
     return 0;
 }
@@ -234,6 +237,37 @@ static void several_tasks_without_pmix_is_an_error (void **state)
     assert_non_null (strstr (dtshim_strerror (DTSHIM_ERR_NO_PMIX), "MpiDefault=pmix"));
     assert_non_null (strstr (dtshim_last_error (), "4 tasks"));
     setenv ("SLURM_STEP_NUM_TASKS", "1", 1);
+    assert_int_equal (dtshim_init (), DTSHIM_OK);
+}
+
+/* The plugin's order in a world of one: RANK must be 0 (the only rank), checked as in a
+ * step, with the same error; an order the shim does not know is refused. */
+static void rank_order_in_a_world_of_one (void **state)
+{
+    setenv ("DIST_TRAIN_RANK_ORDER", "topology", 1);
+    setenv ("RANK", "0", 1);
+    assert_int_equal (dtshim_init (), DTSHIM_OK);
+    assert_int_equal (dtshim_rank (), 0);
+    assert_int_equal (dtshim_node_rank (), 0);
+    assert_int_equal (dtshim_finalize (), DTSHIM_OK);
+    setenv ("RANK", "1", 1);
+    assert_int_equal (dtshim_init (), DTSHIM_ERR_RANK_ORDER);
+    assert_string_equal (dtshim_last_error (),
+                         "task 0 (SLURM_PROCID) has a RANK that is not a number in 0..0");
+    assert_non_null (
+        strstr (dtshim_strerror (DTSHIM_ERR_RANK_ORDER), "srun --dist-train=rank_order=topology"));
+    assert_int_equal (dtshim_rank (), -1);
+    unsetenv ("RANK");
+    assert_int_equal (dtshim_init (), DTSHIM_ERR_RANK_ORDER);
+    assert_string_equal (dtshim_last_error (), "task 0 (SLURM_PROCID) has no RANK");
+    setenv ("RANK", "0", 1);
+    setenv ("GROUP_RANK", "0x0", 1);
+    assert_int_equal (dtshim_init (), DTSHIM_ERR_RANK_ORDER);
+    unsetenv ("GROUP_RANK");
+    setenv ("DIST_TRAIN_RANK_ORDER", "block", 1);
+    assert_int_equal (dtshim_init (), DTSHIM_ERR_INVALID);
+    assert_non_null (strstr (dtshim_last_error (), "DIST_TRAIN_RANK_ORDER=block"));
+    setenv ("DIST_TRAIN_RANK_ORDER", "", 1);
     assert_int_equal (dtshim_init (), DTSHIM_OK);
 }
 
@@ -411,7 +445,7 @@ static void request_preempt_by_hand (void **state)
 
 static void every_status_has_a_message (void **state)
 {
-    for (int rc = DTSHIM_OK; rc >= DTSHIM_ERR_FENCE; rc--)
+    for (int rc = DTSHIM_OK; rc >= DTSHIM_ERR_RANK_ORDER; rc--)
         assert_string_not_equal (dtshim_strerror (rc), "unknown dtshim status");
     assert_string_equal (dtshim_strerror (-100), "unknown dtshim status");
 }
@@ -423,6 +457,7 @@ int main (void)
         cmocka_unit_test_setup_teardown (world_of_one, setup, teardown),
         cmocka_unit_test_setup_teardown (chief_addr_is_never_link_local, setup, teardown),
         cmocka_unit_test_setup_teardown (several_tasks_without_pmix_is_an_error, setup, teardown),
+        cmocka_unit_test_setup_teardown (rank_order_in_a_world_of_one, setup, teardown),
         cmocka_unit_test_setup_teardown (bad_settings_are_errors, setup, teardown),
         cmocka_unit_test_setup_teardown (pmi2_server_that_never_answers, setup, teardown),
         cmocka_unit_test_setup_teardown (pmi2_server_gone_or_bad_settings, setup, teardown),
