@@ -4,6 +4,7 @@
 # a world of one without Slurm, inside an MPI program and a PyTorch gloo job.
 # DTSHIM_TEST_MPI=pmi2 runs the same over Slurm's PMI-2 (srun --mpi=pmi2); what is PMIx's
 # alone (its tree fence, OpenMPI) skips there, and what needs no server runs under pmix only.
+# shellcheck disable=SC2016 # the tasks expand the variables of these bash -c programs
 
 load helpers/common
 
@@ -78,6 +79,89 @@ count() { grep -c "^$1" <<<"$output" || true; }
     [ "$(count 'rank [0-3]: ok, 31 rounds')" -eq 4 ]
 }
 
+# What srun --dist-train=rank_order=topology sets, without the plugin: each task exports
+# DIST_TRAIN_RANK_ORDER=topology and what the assignments $1 (of RANK and GROUP_RANK, from
+# SLURM_PROCID and SLURM_NODEID) make, then runs the rest; srun takes "${ORDERED[@]}" first.
+ordered() {
+    ORDERED=(bash -c 'eval "$1"; export DIST_TRAIN_RANK_ORDER=topology RANK GROUP_RANK; shift; exec "$@"' ordered "$1")
+}
+
+# The order mode on $2 nodes of 2 tasks under the assignments $1: on every rank r, the tasks
+# in rank order $3, the chief $4, and r's task and node rank the arithmetic $5 and $6 of r.
+check_order() {
+    local r n=$(($2 * 2))
+    ordered "$1"
+    run timeout 60 srun --mpi="$MPI" -N"$2" -n"$n" --ntasks-per-node=2 "${ORDERED[@]}" "$CHECK" order
+    echo "$output"
+    [ "$status" -eq 0 ] || return 1
+    for ((r = 0; r < n; r++)); do
+        grep -qx "rank $r task $(($5)): tasks in rank order $3, node $(($6)), chief $4" <<<"$output" || return 1
+    done
+}
+
+@test "the plugin's rank order (DIST_TRAIN_RANK_ORDER=topology): rank, node rank, chief and every collective follow RANK" {
+    require_server
+    local pmix=0 addr r p
+    [[ $MPI == pmix ]] && pmix=1
+    # Tasks 0, 1 on node1 and 2, 3 on node2; RANK 3 - SLURM_PROCID puts rank 0 on node2,
+    # which becomes node 0 and the chief. Local ranks keep their meaning (SLURM_LOCALID).
+    ordered 'RANK=$((3 - SLURM_PROCID))'
+    run timeout 60 srun --mpi="$MPI" -N2 -n4 --ntasks-per-node=2 "${ORDERED[@]}" "$CHECK" facts
+    echo "$output"
+    [ "$status" -eq 0 ]
+    addr=$(node_addr node2)
+    for ((r = 0; r < 4; r++)); do
+        p=$((3 - r))
+        grep -qx "rank=$r size=4 local_rank=$((p % 2)) local_size=2 node_rank=$((p < 2)) node_count=2 chief=node2 addr=$addr pmix=$pmix backend=$MPI" <<<"$output"
+    done
+    check_order 'RANK=$((3 - SLURM_PROCID))' 2 3,2,1,0 node2 '3 - r' 'r >= 2'
+    # 3 nodes, ranks rotated: tasks 4, 5 (node3) hold ranks 0, 1; then every collective, every
+    # root, in the same order.
+    check_order 'RANK=$(((SLURM_PROCID + 2) % 6))' 3 4,5,0,1,2,3 node3 '(r + 4) % 6' 'r / 2'
+    run timeout 120 srun --mpi="$MPI" -N3 -n6 --ntasks-per-node=2 "${ORDERED[@]}" "$CHECK" collectives 1
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(count 'rank [0-5]: ok, 4 rounds')" -eq 6 ]
+}
+
+@test "the plugin's rank order: GROUP_RANK is taken as the plugin set it; Python sees the same order" {
+    require_server
+    # node1 (ranks 2, 3) says node 0: the plugin's word, though rank 0 is on node2
+    check_order 'RANK=$((3 - SLURM_PROCID)) GROUP_RANK=$SLURM_NODEID' 2 3,2,1,0 node2 '3 - r' 'r < 2'
+    local r
+    run timeout 60 srun --mpi="$MPI" -N2 -n4 --ntasks-per-node=2 "${ORDERED[@]}" "$TORCH_PYTHON" -c '
+import os, dtshim
+ctx = dtshim.DistributedContext()
+tasks = [int(b) for b in dtshim.allgather(os.environ["SLURM_PROCID"].encode())]
+root = dtshim.broadcast(os.environ["SLURM_PROCID"].encode() if ctx.rank == 1 else None, 1)
+print(f"python rank {ctx.rank} cross {ctx.cross_rank} tasks {tasks} root1 {root.decode()} chief {ctx.chief_host}")'
+    echo "$output"
+    [ "$status" -eq 0 ]
+    for ((r = 0; r < 4; r++)); do
+        grep -qx "python rank $r cross $((r < 2)) tasks \[3, 2, 1, 0\] root1 2 chief node2" <<<"$output"
+    done
+}
+
+# Every task's dtshim_init fails at once with the same error, which names the problem and
+# the fix: RANK given by $1 for each task.
+check_bad_order() {
+    local t0=$SECONDS
+    ordered "$1"
+    DTSHIM_TIMEOUT=30 run timeout 60 srun --mpi="$MPI" -K0 -N2 -n4 --ntasks-per-node=2 "${ORDERED[@]}" "$CHECK" init
+    echo "$output"
+    [ "$status" -ne 0 ] || return 1
+    ((SECONDS - t0 < 20)) || { echo "took $((SECONDS - t0)) s"; return 1; }
+    [ "$(count "dtshim_init: under DIST_TRAIN_RANK_ORDER=topology the tasks' RANK (and GROUP_RANK) must give each task its own rank and each node its own node rank: launch with srun --dist-train=rank_order=topology, which sets them, or unset DIST_TRAIN_RANK_ORDER: $2\$")" -eq 4 ]
+}
+
+@test "a rank order that is no permutation (a RANK twice, out of range, not a number): every task fails init with the fix, at once" {
+    require_server
+    check_bad_order 'RANK=$((SLURM_PROCID % 2))' "RANK=0 is claimed by tasks 0 and 2 (SLURM_PROCID)"
+    check_bad_order 'RANK=$((SLURM_PROCID + 1))' "task 3 (SLURM_PROCID) has a RANK that is not a number in 0..3"
+    check_bad_order 'RANK=$SLURM_PROCID; ((SLURM_PROCID == 1)) && RANK=one' "task 1 (SLURM_PROCID) has a RANK that is not a number in 0..3"
+    check_bad_order 'RANK=$SLURM_PROCID GROUP_RANK=0' "GROUP_RANK=0 is claimed by two nodes (task 2, SLURM_PROCID, is on the second)"
+}
+
 @test "a 128-byte unique id (as an ncclUniqueId) reaches every rank; a failed one is an error everywhere" {
     require_server
     run timeout 60 srun --mpi="$MPI" -N3 -n6 "$CHECK" unique-id 1
@@ -115,11 +199,12 @@ count() { grep -c "^$1" <<<"$output" || true; }
 }
 
 # Start a preempt step in the background, wait for every task's pid, send $1 to rank $2
-# (or with scancel to the whole step when $2 is "step").
+# (or with scancel to the whole step when $2 is "step"); the words after it run the program.
 preempt_one_task() {
     local sig=$1 victim=$2 dir=$MINICLUSTER_DIR/preempt.$BATS_TEST_NUMBER i
+    shift 2
     rm -rf "$dir" && mkdir -p "$dir"
-    timeout 120 srun --mpi="$MPI" -N3 -n6 "$CHECK" preempt "$dir" >"$dir/out" 2>&1 &
+    timeout 120 srun --mpi="$MPI" -N3 -n6 "$@" "$CHECK" preempt "$dir" >"$dir/out" 2>&1 &
     local srun_pid=$!
     for ((i = 0; i < 300; i++)); do
         [[ $(find "$dir" -name 'pid.*' | wc -l) -eq 6 ]] && break
@@ -145,6 +230,19 @@ preempt_one_task() {
     [ "$(grep -o 'stopped at step [0-9]*' <<<"$output" | sort -u | wc -l)" -eq 1 ]
     grep -q '^rank 4: stopped at step [0-9]* requested=1 chained=1$' <<<"$output"
     [ "$(count 'rank [0-5]: .*requested=0 chained=0$')" -eq 5 ]
+}
+
+@test "the plugin's rank order: SIGUSR2 to one task, every rank stops at the same step" {
+    require_server
+    # Each rank looks for the others' requests by the transport's ranks, all but its own:
+    # rank 4 (task 1) asks, and rank 1 (task 4) must see it.
+    ordered 'RANK=$((5 - SLURM_PROCID))'
+    preempt_one_task USR2 4 "${ORDERED[@]}"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [ "$(count 'rank [0-5]: stopped at step')" -eq 6 ]
+    [ "$(grep -o 'stopped at step [0-9]*' <<<"$output" | sort -u | wc -l)" -eq 1 ]
+    grep -q '^rank 4: stopped at step [0-9]* requested=1 chained=1$' <<<"$output"
 }
 
 @test "2000 preemption decisions in a row (600 over PMI-2): the right answer at every call on every rank" {

@@ -11,7 +11,11 @@
  *   shim_check misuse                sizes that differ, collectives that differ
  *   shim_check init                  dtshim_init() only, for the error without PMIx
  *   shim_check abort VICTIM          VICTIM calls dtshim_abort() after a barrier; the
- *                                    others wait in the next one */
+ *                                    others wait in the next one
+ *   shim_check order                 each rank's SLURM_PROCID through allgather, gather to
+ *                                    and broadcast from every root, and the unique id:
+ *                                    prints the tasks in rank order (the plugin's RANK
+ *                                    under DIST_TRAIN_RANK_ORDER=topology) */
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -455,6 +459,63 @@ static int abort_step (int victim)
     return 1;
 }
 
+/* The tasks (SLURM_PROCID) of the ranks, in rank order, as "3,2,1,0", into text. */
+static void task_list (const int32_t *task, char *text, size_t len)
+{
+    size_t off = 0;
+
+    text[0] = '\0';
+    for (int r = 0; r < size && off < len; r++)
+        off += (size_t) snprintf (text + off, len - off, "%s%d", r > 0 ? "," : "", (int) task[r]);
+}
+
+/* Every root's gather and broadcast of the tasks agrees with the allgather's, and rank 0's
+ * unique id is its task's. */
+static int order_rooted (const int32_t *task, int32_t mine, int32_t *got)
+{
+    uint8_t id[128];
+
+    for (int root = 0; root < size; root++) {
+        int32_t v = rank == root ? mine : -1;
+        memset (got, 0xff, sizeof (*got) * (size_t) size);
+        check (dtshim_gather (&mine, sizeof (mine), got, root), "dtshim_gather");
+        if (rank == root && memcmp (got, task, sizeof (*got) * (size_t) size) != 0)
+            return printf ("FAIL rank %d: gather to %d: another order\n", rank, root), 1;
+        check (dtshim_broadcast (&v, sizeof (v), root), "dtshim_broadcast");
+        if (v != task[root])
+            return printf ("FAIL rank %d: broadcast from %d came from task %d\n", rank, root,
+                           (int) v),
+                   1;
+    }
+    memset (id, rank == 0 ? (int) mine + 1 : 0, sizeof (id));
+    check (dtshim_share_unique_id (id, sizeof (id), 1), "dtshim_share_unique_id");
+    if (id[0] != (uint8_t) (task[0] + 1) || id[127] != id[0])
+        return printf ("FAIL rank %d: the unique id is task %d's\n", rank, id[0] - 1), 1;
+    return 0;
+}
+
+static int order (void)
+{
+    const char *procid = getenv ("SLURM_PROCID");
+    int32_t mine = procid != NULL ? (int32_t) atoi (procid) : 0;
+    int32_t *task = calloc ((size_t) size, sizeof (*task)), *got = calloc ((size_t) size, 4);
+    char text[4096];
+    int rv;
+
+    check (dtshim_allgather (&mine, sizeof (mine), task), "dtshim_allgather");
+    if (task[rank] != mine)
+        return printf ("FAIL rank %d: allgather puts task %d here\n", rank, (int) task[rank]), 1;
+    rv = order_rooted (task, mine, got);
+    check (dtshim_barrier (), "dtshim_barrier");
+    task_list (task, text, sizeof (text));
+    if (rv == 0)
+        printf ("rank %d task %d: tasks in rank order %s, node %d, chief %s\n", rank, (int) mine,
+                text, dtshim_node_rank (), dtshim_chief_host ());
+    free (task);
+    free (got);
+    return rv;
+}
+
 /* Each mode with the words after it, in argv's order; argv ends with NULL. */
 static int run_facts (char **arg)
 {
@@ -493,6 +554,12 @@ static int run_late (char **arg)
     return late (atoi (arg[0]), atoi (arg[1]));
 }
 
+static int run_order (char **arg)
+{
+    (void) arg;
+    return order ();
+}
+
 static int run_abort (char **arg)
 {
     return abort_step (atoi (arg[0]));
@@ -521,6 +588,7 @@ static const struct mode modes[] = {
     {"idle", 1, run_idle, 1},           {"deadline", 1, run_deadline, 0},
     {"late", 2, run_late, 1},           {"abort", 1, run_abort, 1},
     {"unique-id", 1, run_unique_id, 1}, {"unique-ids", 2, run_unique_ids, 1},
+    {"order", 0, run_order, 1},
 };
 
 /* The mode of that name given enough words after it, or NULL. */
