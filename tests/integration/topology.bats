@@ -220,6 +220,27 @@ slurm_orders_by_topology() { (($(slurm_release_number) >= 2605)); }
     [[ $(sed -n 's/.*final parameters //p' <<<"$output" | sort -u | wc -l) -eq 1 ]]
 }
 
+@test "libdtshim under rank_order=topology: its ranks, node ranks, chief and allgather follow RANK" {
+    local check=$MINICLUSTER_DIR/shim_check line task rank want
+    cc -Wall -Wextra -Wno-unused-parameter -Werror -o "$check" \
+        "$BATS_TEST_DIRNAME/helpers/shim_check.c" -I"$TOP/shim" \
+        -L"$TOP/shim/.libs" -Wl,-rpath,"$TOP/shim/.libs" -ldtshim
+    # (PMI-2: every generation has it; the shim's own tests cover PMIx)
+    DTSHIM_TIMEOUT=60 run timeout 120 srun --mpi=pmi2 -N6 --ntasks-per-node=2 \
+        --dist-train=rank_order=topology bash -c \
+        'echo "env $SLURM_PROCID $RANK $GROUP_RANK"; exec "$0" order' "$check"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ $(grep -c '^env ' <<<"$output") -eq 12 ]]
+    # the tasks in the plugin's RANK order, as the environment says
+    want=$(grep '^env ' <<<"$output" | sort -k3n | awk '{print $2}' | paste -sd,)
+    while read -r _ task rank node; do
+        grep -q "^rank $rank task $task: tasks in rank order $want, node $node, chief node2$" \
+            <<<"$output"
+    done < <(grep '^env ' <<<"$output")
+    [[ $(grep -c ': tasks in rank order ' <<<"$output") -eq 12 ]]
+}
+
 @test "rank_order=topology without a topology: srun says so, the ranks keep Slurm's order" {
     cluster_start 3 --cpus 2
     group_step -N3 --ntasks-per-node=2 --dist-train=rank_order=topology
