@@ -263,9 +263,8 @@ bool dist_take_word (const char **p, const char *word)
     return true;
 }
 
-/* The header "step=J.S nodes=N ranks=R layout=", *p moved past it. */
-static int take_header (const char **p, uint32_t *job, uint32_t *step, uint32_t *nodes,
-                        uint32_t *ranks)
+int dist_layout_text_header (const char **p, uint32_t *job, uint32_t *step, uint32_t *nodes,
+                             uint32_t *ranks)
 {
     if (!dist_take_word (p, "step=") || dist_take_u32 (p, ".", job) < 0 || !dist_take_word (p, ".")
         || dist_take_u32 (p, " ", step) < 0 || !dist_take_word (p, " nodes=")
@@ -310,8 +309,8 @@ int dist_layout_text_parse (const char *text, uint32_t job_id, uint32_t step_id,
     uint32_t job, step, nodes, ranks;
 
     if (text == NULL || strnlen (text, DIST_LAYOUT_TEXT_MAX) >= DIST_LAYOUT_TEXT_MAX
-        || take_header (&p, &job, &step, &nodes, &ranks) < 0 || job != job_id || step != step_id
-        || nodes != nnodes || ranks != nranks
+        || dist_layout_text_header (&p, &job, &step, &nodes, &ranks) < 0 || job != job_id
+        || step != step_id || nodes != nnodes || ranks != nranks
         || dist_runs_take (&p, nnodes, nranks, node_of_rank) < 0)
         return -1;
     return *p == '\0' ? 0 : -1;

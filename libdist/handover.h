@@ -81,6 +81,11 @@ bool dist_take_word (const char **p, const char *word);
  * bound, runs that do not add up to count, or anything malformed. */
 int dist_runs_take (const char **p, uint32_t bound, uint32_t count, uint32_t *values);
 
+/* The header of such text, "step=J.S nodes=N ranks=R layout=", at *p into its four
+ * numbers, *p moved past it: 0, or -1 when it is not one. */
+int dist_layout_text_header (const char **p, uint32_t *job, uint32_t *step, uint32_t *nodes,
+                             uint32_t *ranks);
+
 /* nbytes from the kernel's random source, as 2 * nbytes lowercase hex
  * digits and a NUL into out (a step's key, a nonce); 0, or -1 (out ""). */
 int dist_random_hex (char *out, size_t nbytes);

@@ -130,7 +130,6 @@ static int plan_order (struct stepd_node *n, spank_t sp)
         return -1;
     }
     ngroups = group != NULL ? read_groups (n, sp, group) : 0;
-    n->have_groups = ngroups > 0;
     if (group != NULL && (laid_out = dist_train_layout_load (sp, st, &layout) == 0)
         && dist_netorder_make (&n->order, n->cfg->rank_order_topology && ngroups > 0,
                                ngroups > 0 ? ngroups : 1, group, st->node_count,

@@ -100,11 +100,7 @@ setup() {
     echo "$output"
     [ "$status" -eq 0 ]
     # the loss went down
-    local first last
-    first=$(sed -n 's/^step *0 *loss //p' <<<"$output")
-    last=$(sed -n 's/^step *29 *loss //p' <<<"$output")
-    [[ -n $first && -n $last ]]
-    awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a / 2) }'
+    loss_halved_by 29
     # every rank reports, on both nodes, the same final parameters
     local digests
     [[ $(grep -c 'final parameters' <<<"$output") -eq 4 ]]

@@ -206,11 +206,7 @@ slurm_orders_by_topology() { (($(slurm_release_number) >= 2605)); }
         "$TORCH_PYTHON" "$TOP/examples/ddp_train.py" --steps 20
     echo "$output"
     [ "$status" -eq 0 ]
-    local first last
-    first=$(sed -n 's/^step *0 *loss //p' <<<"$output")
-    last=$(sed -n 's/^step *19 *loss //p' <<<"$output")
-    [[ -n $first && -n $last ]]
-    awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a / 2) }'
+    loss_halved_by 19
     # PyTorch's ranks are the plugin's: s1's node2 and node5 first, then s2's
     [[ $output == *"master 10.213.7.12:"* ]]
     local rank node=(node2 node5 node1 node4)

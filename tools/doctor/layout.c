@@ -108,11 +108,8 @@ int doctor_layout_from_plugin (const char *nodelist, const char *text, unsigned 
     uint32_t job, step, nodes, ranks;
 
     memset (out, 0, sizeof (*out));
-    if (text == NULL || !dist_take_word (&p, "step=") || dist_take_u32 (&p, ".", &job) < 0
-        || !dist_take_word (&p, ".") || dist_take_u32 (&p, " ", &step) < 0
-        || !dist_take_word (&p, " nodes=") || dist_take_u32 (&p, " ", &nodes) < 0
-        || !dist_take_word (&p, " ranks=") || dist_take_u32 (&p, " ", &ranks) < 0 || job != job_id
-        || step != step_id || ranks == 0 || ranks > DOCTOR_RANKS_MAX
+    if (text == NULL || dist_layout_text_header (&p, &job, &step, &nodes, &ranks) < 0
+        || job != job_id || step != step_id || ranks == 0 || ranks > DOCTOR_RANKS_MAX
         || layout_names (nodelist, out) < 0 || nodes != out->nnodes
         || (out->node_of_rank = calloc (ranks, sizeof (*out->node_of_rank))) == NULL
         || dist_layout_text_parse (text, job, step, nodes, ranks, out->node_of_rank) < 0) {

@@ -293,3 +293,12 @@ removal_checked() {
     run timeout 60 srun --dist-train -N1 -n1 true
     [ "$status" -ne 0 ]
 }
+
+# examples/ddp_train.py's $output: the loss at step $1 is under half the loss at step 0.
+loss_halved_by() {
+    local first last
+    first=$(sed -n 's/^step *0 *loss //p' <<<"$output")
+    last=$(sed -n "s/^step *$1 *loss //p" <<<"$output")
+    [[ -n $first && -n $last ]] || { echo "no loss at step 0 or $1" >&2; return 1; }
+    awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a / 2) }'
+}
