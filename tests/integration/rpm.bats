@@ -25,8 +25,14 @@ setup_file() {
     [[ -n $VERSION ]] || { echo "no PACKAGE_VERSION in $TOP/Makefile: build first (scripts/build)" >&2; return 1; }
     export TARBALL=$WORK/src/slurm-dist-train-$VERSION.tar.gz
     mkdir -p "$WORK/src"
+    # (make dist writes into the checkout, and scripts/check's make distcheck may run
+    # beside: the tarball is taken away under the lock they share)
+    local lock
+    exec {lock}>>"$TOP/.make-dist.lock"
+    timeout 900 flock "$lock" || { echo "another make dist holds $TOP/.make-dist.lock" >&2; return 1; }
     timeout 300 make -C "$TOP" -s dist >"$WORK/dist.log" 2>&1 || { tail -n 30 "$WORK/dist.log" >&2; return 1; }
     mv -- "$TOP/slurm-dist-train-$VERSION.tar.gz" "$TARBALL"
+    exec {lock}>&-
     tar -xzf "$TARBALL" -C "$WORK/src" "slurm-dist-train-$VERSION/slurm-dist-train.spec"
     export SPEC=$WORK/src/slurm-dist-train-$VERSION/slurm-dist-train.spec
     export RELEASE NEXT
