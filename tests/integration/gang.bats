@@ -223,13 +223,16 @@ wait_lines() {
         sleep 0.2
     done
     scontrol update jobid="$job" StartTime=now
-    # (again every 5 s: Slurm 24.11 may still be requeuing the job at the first update)
-    for ((i = 1; i <= 300; i++)); do
+    # (again every 5 s: Slurm 24.11 may still be requeuing the job at the first update).
+    # The bound is far above the time it takes: it only stops a run that never comes.
+    local deadline=$((SECONDS + 240))
+    for ((i = 1; SECONDS < deadline; i++)); do
         [[ $(wc -l <"$f") -ge 2 ]] && break
         # (it fails once the job runs, which is no failure of the test)
         if ((i % 25 == 0)); then scontrol update jobid="$job" StartTime=now 2>/dev/null || true; fi
         sleep 0.2
     done
+    echo "the requeued run wrote its line $((SECONDS - deadline + 240)) s after the requeue's StartTime=now"
     cat "$f"
     [[ $(cat "$f") == $'restart=0\nrestart=1' ]]
     leftovers

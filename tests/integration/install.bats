@@ -28,7 +28,7 @@ setup_file() {
     purge_packages
     export DEBS=$BATS_FILE_TMPDIR/debs
     # make check ran already in this run: the package build skips it
-    DEB_BUILD_OPTIONS=nocheck timeout 900 "$TOP/scripts/packages" "$DEBS" >&2
+    DEB_BUILD_OPTIONS="nocheck parallel=$(nproc)" timeout 900 "$TOP/scripts/packages" "$DEBS" >&2
     local p
     for p in "${!PACKAGES[@]}"; do
         PACKAGES_DEB[p]=$(echo "$DEBS/${PACKAGES[p]}"_*.deb)
