@@ -58,7 +58,11 @@ write_plugstack() {
 setup_file() {
     local why
     why=$(cannot_run)
-    [[ -z $why ]] || skip "$why"
+    # (bats 1.8 takes a skip in setup_file for a failure: each test skips instead)
+    if [[ -n $why ]]; then
+        echo "$why" >"$BATS_FILE_TMPDIR/cannot-run"
+        return 0
+    fi
     # USER_DIR holds the plugins, the tools, the program and each node's containers
     user_file_setup "$TEST_USER"
     build_container_tools "$(thirdparty_dir)" "$USER_DIR/tools"
@@ -92,6 +96,7 @@ teardown_file() {
 }
 
 setup() {
+    [[ ! -f $BATS_FILE_TMPDIR/cannot-run ]] || skip "$(cat "$BATS_FILE_TMPDIR/cannot-run")"
     eval "$("$MINICLUSTER" env)"
     PATH=$USER_DIR/tools/enroot/bin:$PATH
     IMAGE=$USER_DIR/image.sqsh
