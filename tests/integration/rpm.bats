@@ -168,6 +168,9 @@ has_file() {
 }
 
 @test "%files is what make install installs: a file left out of it, or one too many, stops the build" {
+    # (two builds of the whole tree, for a check of the spec that is the same everywhere)
+    [[ -z ${DIST_TRAIN_GENERATION_ONLY:-} ]] ||
+        skip "the spec and make install are the same in every Slurm generation: scripts/check runs this on the host"
     local dir=$WORK/edit
     mkdir -p "$dir"
     # an installed page that %files does not name
