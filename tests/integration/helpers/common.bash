@@ -219,12 +219,29 @@ node_hosts_get() {
 }
 
 # Run a batch script (from stdin) in the cluster and wait; its output in $output.
+# Fails when the job did not end with status 0, as sbatch --wait does; but it
+# waits on the job itself, every 0.2 s, where sbatch --wait looks after 2 s, 10 s
+# and then every 32 s (a job of 12 s would cost 42).  A job is over once its
+# batch script is (COMPLETING too: a node whose slurmd is gone stays completing
+# until slurmctld gives up on it).
 sbatch_wait() {
     local script="$MINICLUSTER_DIR/job.$BATS_TEST_NUMBER.sh" out="$MINICLUSTER_DIR/job.$BATS_TEST_NUMBER.out"
+    local job info state deadline=$((SECONDS + 120))
     cat > "$script"
     rm -f "$out"
-    (cd "$MINICLUSTER_DIR" && timeout 120 sbatch --wait -o "$out" "$@" "$script" >/dev/null)
-    output=$(cat "$out")
+    job=$(cd "$MINICLUSTER_DIR" && timeout 30 sbatch --parsable -o "$out" "$@" "$script") || return 1
+    job=${job%%;*}
+    while ((SECONDS < deadline)); do
+        info=$(timeout 30 scontrol show job -o "$job" 2>/dev/null) || true
+        state=$(sed -n 's/.* JobState=\([A-Z_]*\) .*/\1/p' <<<"$info")
+        [[ -z $state || $state =~ ^(PENDING|CONFIGURING|RUNNING|SUSPENDED|REQUEUED|RESIZING)$ ]] || break
+        sleep 0.2
+    done
+    output=$(cat "$out" 2>/dev/null)
+    [[ -n $state && ! $state =~ ^(PENDING|CONFIGURING|RUNNING|SUSPENDED|REQUEUED|RESIZING)$ ]] ||
+        { echo "job $job not over after 120 s (${state:-no state})" >&2; return 1; }
+    [[ $state =~ ^(COMPLETED|COMPLETING)$ && $info == *" ExitCode=0:0 "* ]] ||
+        { echo "job $job: $state, $(grep -o 'ExitCode=[0-9:]*' <<<"$info")" >&2; return 1; }
 }
 
 # Skip the test where this Slurm has no mpi/$1 plugin (default pmix; Debian
