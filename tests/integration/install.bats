@@ -19,16 +19,38 @@ purge_packages() {
     DEBIAN_FRONTEND=noninteractive timeout 120 apt-get purge -y -q "${PACKAGES[@]}" >&2 2>&1 || true
 }
 
+# prebuilt_debs DIR: the packages that scripts/check builds beside the tests
+# before this file runs (scripts/packages DIR/debs, its output in DIR/log, its
+# status in DIR/status once it is done): waits for them (the build takes a few
+# minutes at most), and fails with the build's log when it failed.
+prebuilt_debs() {
+    local dir=$1 status deadline=$((SECONDS + 900))
+    until [[ -s $dir/status ]] || ((SECONDS >= deadline)); do
+        sleep 0.5
+    done
+    status=$(cat "$dir/status" 2>/dev/null) || status=''
+    [[ $status == 0 ]] && return 0
+    [[ -n $status ]] && status="failed with status $status" || status="not done after 900 s"
+    echo "the packages built beside the tests (scripts/packages $dir/debs): $status" >&2
+    tail -n 40 "$dir/log" >&2
+    return 1
+}
+
 setup_file() {
     [[ -d /etc/slurm/plugstack.conf.d ]] || {
         echo "no /etc/slurm/plugstack.conf.d: is slurm-wlm-basic-plugins installed?" >&2
         return 1
     }
+    if [[ -n ${DIST_TRAIN_PREBUILT_DEBS:-} ]]; then
+        prebuilt_debs "$DIST_TRAIN_PREBUILT_DEBS" || return 1
+        export DEBS=$DIST_TRAIN_PREBUILT_DEBS/debs
+    else
+        export DEBS=$BATS_FILE_TMPDIR/debs
+        # make check ran already in this run: the package build skips it
+        DEB_BUILD_OPTIONS="nocheck parallel=$(nproc)" timeout 900 "$TOP/scripts/packages" "$DEBS" >&2
+    fi
     # an earlier run that was killed may have left them
     purge_packages
-    export DEBS=$BATS_FILE_TMPDIR/debs
-    # make check ran already in this run: the package build skips it
-    DEB_BUILD_OPTIONS="nocheck parallel=$(nproc)" timeout 900 "$TOP/scripts/packages" "$DEBS" >&2
     local p
     for p in "${!PACKAGES[@]}"; do
         PACKAGES_DEB[p]=$(echo "$DEBS/${PACKAGES[p]}"_*.deb)
