@@ -212,28 +212,42 @@ wait_lines() {
 @test "requeue: TORCHELASTIC_RESTART_COUNT follows the job's requeue count" {
     local f=$MINICLUSTER_DIR/requeue.$BATS_TEST_NUMBER job i
     rm -f "$f"
-    job=$(sbatch --parsable --requeue -o /dev/null -N1 --wrap "srun --dist-train -N1 -n1 \
+    job=$(sbatch --parsable --requeue -o "$f.out" --open-mode=append -N1 --wrap "srun --dist-train -N1 -n1 \
         bash -c 'echo restart=\$TORCHELASTIC_RESTART_COUNT >> $f'
         [ \${SLURM_RESTART_COUNT:-0} = 0 ] && exec sleep $MARK")
     for ((i = 0; i < 300; i++)); do [[ -s $f ]] && break; sleep 0.2; done
     scontrol requeue "$job"
-    # Slurm holds a requeued job for a while: once it is pending, let it start now
+    # Slurm holds a requeued job for two minutes (its EligibleTime): once it is pending
+    # and its node has let the old run go, it may start now.  Not within the second in
+    # which the node revoked the old run's credential, though: the node refuses a launch
+    # whose credential dates from that second as revoked, and the job fails.
     for ((i = 0; i < 150; i++)); do
         [[ $(squeue -h -j "$job" -o %T) == PENDING ]] && break
         sleep 0.2
     done
+    [[ $(settled_states node1 node2 node3) == idle ]]
+    local idle_at
+    idle_at=$(date +%s)
+    while (($(date +%s) <= idle_at)); do sleep 0.1; done
     scontrol update jobid="$job" StartTime=now
-    # (again every 5 s: Slurm 24.11 may still be requeuing the job at the first update).
     # The bound is far above the time it takes: it only stops a run that never comes.
-    local deadline=$((SECONDS + 240))
+    local deadline=$((SECONDS + 240)) state
     for ((i = 1; SECONDS < deadline; i++)); do
         [[ $(wc -l <"$f") -ge 2 ]] && break
-        # (it fails once the job runs, which is no failure of the test)
-        if ((i % 25 == 0)); then scontrol update jobid="$job" StartTime=now 2>/dev/null || true; fi
+        state=$(scontrol show job -o "$job" | grep -o ' \(JobState\|Reason\|EligibleTime\|Restarts\)=[^ ]*' |
+            paste -sd' ')
+        # (a run that ended without its line: no use waiting on)
+        [[ $state =~ JobState=(PENDING|CONFIGURING|RUNNING|COMPLETING)( |$) ]] || break
+        # (again every 5 s, should Slurm still be requeuing the job at the first update;
+        # it fails once the job runs, which is no failure of the test)
+        if ((i % 25 == 0)); then
+            scontrol update jobid="$job" StartTime=now 2>/dev/null || true
+            echo "$state"
+        fi
         sleep 0.2
     done
     echo "the requeued run wrote its line $((SECONDS - deadline + 240)) s after the requeue's StartTime=now"
-    cat "$f"
+    cat "$f.out" "$f"
     [[ $(cat "$f") == $'restart=0\nrestart=1' ]]
     leftovers
 }
