@@ -21,15 +21,16 @@ import re
 import socket
 import sys
 
-import torch
-import torch.distributed as dist
-from torch_store import use_libuv_only_if_built
-
 TIMEOUT = datetime.timedelta(seconds=60)
 
 
 def allreduce(init_method, rank, world):
     """A process group with these values and one all_reduce: the sum of 1..world."""
+    # (torch only where it is used: importing it costs seconds of CPU per rank,
+    # and what submitit's export() and DeepSpeed's discovery decide needs none)
+    import torch
+    import torch.distributed as dist
+    from torch_store import use_libuv_only_if_built
     use_libuv_only_if_built()
     dist.init_process_group("gloo", init_method=init_method, rank=rank, world_size=world,
                             timeout=TIMEOUT)
@@ -54,6 +55,7 @@ def lightning():
     # also be used inside SLURM"), then SLURMEnvironment, LSF, MPI, else
     # LightningEnvironment.  TorchElasticEnvironment.detect() is torch's own
     # is_torchelastic_launched(): TORCHELASTIC_RUN_ID is set.
+    import torch.distributed as dist
     if dist.is_available() and dist.is_torchelastic_launched():
         chosen = "TorchElasticEnvironment"
     elif slurm_detect():
