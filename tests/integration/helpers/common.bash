@@ -226,20 +226,19 @@ node_hosts_get() {
 # until slurmctld gives up on it).
 sbatch_wait() {
     local script="$MINICLUSTER_DIR/job.$BATS_TEST_NUMBER.sh" out="$MINICLUSTER_DIR/job.$BATS_TEST_NUMBER.out"
-    local job info state deadline=$((SECONDS + 120))
+    local job info state='' over='' deadline=$((SECONDS + 120))
     cat > "$script"
     rm -f "$out"
     job=$(cd "$MINICLUSTER_DIR" && timeout 30 sbatch --parsable -o "$out" "$@" "$script") || return 1
     job=${job%%;*}
-    while ((SECONDS < deadline)); do
+    while [[ -z $over ]] && ((SECONDS < deadline)); do
         info=$(timeout 30 scontrol show job -o "$job" 2>/dev/null) || true
         state=$(sed -n 's/.* JobState=\([A-Z_]*\) .*/\1/p' <<<"$info")
-        [[ -z $state || $state =~ ^(PENDING|CONFIGURING|RUNNING|SUSPENDED|REQUEUED|RESIZING)$ ]] || break
-        sleep 0.2
+        [[ -z $state || $state =~ ^(PENDING|CONFIGURING|RUNNING|SUSPENDED|REQUEUED|RESIZING)$ ]] || over=1
+        [[ -n $over ]] || sleep 0.2
     done
     output=$(cat "$out" 2>/dev/null)
-    [[ -n $state && ! $state =~ ^(PENDING|CONFIGURING|RUNNING|SUSPENDED|REQUEUED|RESIZING)$ ]] ||
-        { echo "job $job not over after 120 s (${state:-no state})" >&2; return 1; }
+    [[ -n $over ]] || { echo "job $job not over after 120 s (${state:-no state})" >&2; return 1; }
     [[ $state =~ ^(COMPLETED|COMPLETING)$ && $info == *" ExitCode=0:0 "* ]] ||
         { echo "job $job: $state, $(grep -o 'ExitCode=[0-9:]*' <<<"$info")" >&2; return 1; }
 }
