@@ -104,4 +104,47 @@ else
     fi
 fi
 
+# Runs: each sees its tree through an overlay whose writes go to a directory
+# of its own, removed when it ends, and a directory that a killed run left
+# (its lock free) goes at the next run's start.  Shown on this machine's own
+# system (run-host), which needs no chroot: root, a checkout (a run copies what
+# git lists) and overlayfs.
+probe=/etc/dt-chroot-key-probe.$$
+if [[ $(id -u) -ne 0 ]] || ! git -C "$src" rev-parse --git-dir >/dev/null 2>&1 ||
+    ! "$src/scripts/slurm-chroot" can-run-host >/dev/null 2>&1; then
+    echo "skip: runs on an overlay (needs root, a git checkout and an overlay of /)"
+else
+    cache=$work/runcache
+    mkdir -p "$cache/runs/host.stale" "$cache/runs/host.held"
+    # a run in progress holds its directory's lock (the holder is the process
+    # that holds it, so that killing it lets go)
+    # shellcheck disable=SC2016
+    bash -c 'exec 9<"$1" && flock 9 && exec sleep 120' - "$cache/runs/host.held" >/dev/null 2>&1 &
+    holder=$!
+    for _ in $(seq 50); do flock -n "$cache/runs/host.held" true || break; sleep 0.1; done
+    # (the inner bash expands its own $1)
+    # shellcheck disable=SC2016
+    out=$(SLURM_CHROOT_CACHE=$cache timeout 120 "$src/scripts/slurm-chroot" run-host -- \
+        bash -c 'touch "$1" && echo "inside: / is $(findmnt -n -o FSTYPE /), $(ls /run/netns | wc -l) netns"' - "$probe" 2>&1)
+    kill "$holder" 2>/dev/null
+    wait "$holder" 2>/dev/null
+    if [[ $out == *"inside: / is overlay, 0 netns"* ]]; then
+        ok "a run sees / through an overlay, with a /run of its own"
+    else
+        fail "the run did not see an overlay of its own: $out"
+    fi
+    if [[ -e $probe ]]; then
+        rm -f -- "$probe"
+        fail "a file the run wrote in /etc reached this machine's /etc"
+    else
+        ok "what the run wrote stayed in its own directory"
+    fi
+    left=$(find "$cache/runs" -mindepth 1 -maxdepth 1 -name 'host.*' -printf '%f\n' | sort | paste -sd' ')
+    if [[ $left == host.held ]]; then
+        ok "the run removed its directory and a killed run's, and kept a running one's"
+    else
+        fail "run directories after the run: '$left' (want host.held alone): $out"
+    fi
+fi
+
 exit "$failed"
