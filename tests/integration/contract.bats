@@ -320,7 +320,7 @@ s = socket.socket(); s.bind(("0.0.0.0", 29999)); s.listen(); time.sleep(30)' &
     saved=$(node_hosts_get node1)
     # shellcheck disable=SC2001 # a line of the hosts file, anchored at both ends
     sed 's/^[0-9.]* node1$/127.0.1.1 node1/' <<<"$saved" | node_hosts_set node1
-    run timeout 120 srun --dist-train -N3 -n3 "$TORCH_PYTHON" "$TOP/examples/ddp_train.py" --steps 10
+    run timeout 240 srun --dist-train -N3 -n3 "$TORCH_PYTHON" "$TOP/examples/ddp_train.py" --steps 10
     printf '%s\n' "$saved" | node_hosts_set node1
     echo "$output"
     [ "$status" -eq 0 ]
@@ -426,14 +426,14 @@ for r, h, text in rows:
 @test "an OpenMPI program (mpi4py) under --mpi=pmix: the flag changes nothing MPI does" {
     require_pmix
     local prog=$TOP/tests/integration/helpers/mpi_hello.py
-    run timeout 120 srun --mpi=pmix -N3 -n6 "$TORCH_PYTHON" "$prog"
+    run timeout 240 srun --mpi=pmix -N3 -n6 "$TORCH_PYTHON" "$prog"
     echo "$output"
     [ "$status" -eq 0 ]
     local plain
     plain=$(grep '^mpi ' <<<"$output" | sed 's/ | .*//' | sort)
     [[ $(wc -l <<<"$plain") -eq 6 ]]
     [[ $(grep -c ' | RANK=unset$' <<<"$output") -eq 6 ]]
-    run timeout 120 srun --mpi=pmix --dist-train -N3 -n6 "$TORCH_PYTHON" "$prog"
+    run timeout 240 srun --mpi=pmix --dist-train -N3 -n6 "$TORCH_PYTHON" "$prog"
     echo "$output"
     [ "$status" -eq 0 ]
     [[ $(grep '^mpi ' <<<"$output" | sed 's/ | .*//' | sort) == "$plain" ]]

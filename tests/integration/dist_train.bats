@@ -96,7 +96,7 @@ setup() {
 }
 
 @test "PyTorch DDP trains on 2 nodes and ends with identical parameters" {
-    run timeout 120 srun --dist-train -N2 -n4 "$TORCH_PYTHON" "$TOP/examples/ddp_train.py" --steps 30
+    run timeout 240 srun --dist-train -N2 -n4 "$TORCH_PYTHON" "$TOP/examples/ddp_train.py" --steps 30
     echo "$output"
     [ "$status" -eq 0 ]
     # the loss went down

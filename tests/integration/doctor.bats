@@ -110,7 +110,9 @@ assert r["problems"] == [], r' "$json"
     BLACKHOLE=$(node_addr node1)
     ip -n dt-node3 route add blackhole "$BLACKHOLE/32"
     SECONDS=0
-    run timeout 60 srun --dist-train -N3 --ntasks-per-node=2 "$DOCTOR" --timeout 5
+    # (fail_fast off: node3's ranks say why at the same deadline as rank 0's
+    # verdict, which would otherwise stop them first on a busy machine)
+    run timeout 60 srun --dist-train=fail_fast=off -N3 --ntasks-per-node=2 "$DOCTOR" --timeout 5
     local took=$SECONDS
     echo "$output"
     [ "$status" -ne 0 ]
@@ -160,7 +162,7 @@ s = socket.socket(); s.bind(("0.0.0.0", 29555)); s.listen(); time.sleep(50)' &
 
 @test "--then: the command runs, and rank 0 binds MASTER_PORT again at once" {
     # without SO_REUSEADDR: a TIME_WAIT left on MASTER_PORT would refuse it
-    run timeout 60 srun --dist-train -N2 -n4 "$DOCTOR" --timeout 10 --then "$TORCH_PYTHON" -c '
+    run timeout 120 srun --dist-train -N2 -n4 "$DOCTOR" --timeout 10 --then "$TORCH_PYTHON" -c '
 import os, socket
 r = int(os.environ["RANK"])
 if r == 0:

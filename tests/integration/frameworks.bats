@@ -166,6 +166,6 @@ check_torchrun_world() {
         expect_eq "$line" SUM 10
     done
     # without the plugin it would need mpi4py
-    run timeout 60 srun -N1 -n1 "$TORCH_PYTHON" "$FRAMEWORKS" deepspeed
+    run timeout 120 srun -N1 -n1 "$TORCH_PYTHON" "$FRAMEWORKS" deepspeed
     [[ $output == *"DISCOVERY=mpi4py MISSING=RANK,WORLD_SIZE,MASTER_ADDR,MASTER_PORT,LOCAL_RANK"* ]]
 }

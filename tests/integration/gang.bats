@@ -168,15 +168,16 @@ start_training() {
     RUN=$MINICLUSTER_DIR/train.$BATS_TEST_NUMBER
     mkdir -p "$RUN"
     DTSHIM_LIBRARY=$TOP/shim/.libs/libdtshim.so.0 PYTHONPATH=$TOP/python \
-        timeout 120 srun --mpi=pmix "$@" "$TORCH_PYTHON" "$PREEMPT_TRAIN" --dir "$RUN" \
+        timeout 240 srun --mpi=pmix "$@" "$TORCH_PYTHON" "$PREEMPT_TRAIN" --dir "$RUN" \
         >"$RUN/out" 2>&1 &
     TRAIN_PID=$!
 }
 
-# Wait until $1 lines of $RUN/out match $2 (at most 60 s).
+# Wait until $1 lines of $RUN/out match $2 (at most 120 s: three PyTorch
+# starts take most of a minute on a busy machine).
 wait_lines() {
     local i
-    for ((i = 0; i < 600; i++)); do
+    for ((i = 0; i < 1200; i++)); do
         [[ $(grep -c -- "$2" "$RUN/out" 2>/dev/null) -ge $1 ]] && return 0
         sleep 0.1
     done
@@ -280,7 +281,7 @@ wait_lines() {
 @test "no watchdog by default: a slow rank is only slow" {
     require_pmix
     DTSHIM_LIBRARY=$TOP/shim/.libs/libdtshim.so.0 PYTHONPATH=$TOP/python \
-        run timeout 120 srun --mpi=pmix --dist-train -N2 -n2 "$TORCH_PYTHON" \
+        run timeout 240 srun --mpi=pmix --dist-train -N2 -n2 "$TORCH_PYTHON" \
         "$PREEMPT_TRAIN" --dir "$MINICLUSTER_DIR" --steps 3 --step-time 2
     echo "$output"
     [ "$status" -eq 0 ]

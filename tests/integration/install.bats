@@ -141,7 +141,7 @@ print("rank", dtshim.rank(), "of", dtshim.size(), "from", dtshim.__file__)'
     run timeout 60 srun --mpi=pmix -N2 -n4 "$MINICLUSTER_DIR/shim_check" collectives 3
     echo "$output"
     [ "$status" -eq 0 ]
-    run timeout 60 srun --mpi=pmix -N2 -n2 "$TORCH_PYTHON" -c '
+    run timeout 120 srun --mpi=pmix -N2 -n2 "$TORCH_PYTHON" -c '
 import dtshim
 dtshim.init()
 print("rank", dtshim.rank(), "of", dtshim.size(), "from", dtshim.__file__)

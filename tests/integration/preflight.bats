@@ -63,7 +63,7 @@ teardown() {
 
 @test "preflight, then DDP: the check passes, the program runs unchanged and binds MASTER_PORT at once" {
     (($(release_number) >= 2311)) || skip "this Slurm lacks spank_prepend_task_argv (23.11 and later)"
-    run timeout 180 srun --dist-train=preflight -N2 -n4 "$TORCH_PYTHON" "$TOP/examples/ddp_train.py" --steps 10
+    run timeout 240 srun --dist-train=preflight -N2 -n4 "$TORCH_PYTHON" "$TOP/examples/ddp_train.py" --steps 10
     echo "$output"
     [ "$status" -eq 0 ]
     [[ $output == *"dist-train-doctor: ok: all 4 ranks on 2 nodes checked in, nothing wrong"* ]]

@@ -88,10 +88,12 @@ step_env() {
 }
 
 # run_lines CMD...: the lines of its tasks that start with RANK=, sorted by rank,
-# in $lines; its stderr in $err.  Fails, showing stderr, when CMD fails.
+# in $lines; its stderr in $err.  Fails, showing stderr, when CMD fails.  (Its
+# bound is twice the slowest such step on a busy machine: torchrun's nine
+# PyTorch processes have taken 120 s.)
 run_lines() {
     local out
-    out=$(timeout 120 "$@" 2>"$BATS_TEST_TMPDIR/err") || {
+    out=$(timeout 240 "$@" 2>"$BATS_TEST_TMPDIR/err") || {
         cat "$BATS_TEST_TMPDIR/err" >&2
         echo "failed: $*" >&2
         return 1
