@@ -67,11 +67,23 @@ rank0() {
     RANK0=$!
     # (listening: the others connect)
     local i
-    for ((i = 0; i < 50; i++)); do
+    for ((i = 0; i < 100; i++)); do
         ss -Hltn "sport = :$PORT" | grep -q . && return 0
         sleep 0.1
     done
     echo "rank 0 does not listen on $PORT" >&2
+    return 1
+}
+
+# wait_ready FILE: until a helper made FILE (all its connections open), at
+# most 60 s: under load, Python alone takes seconds to start.
+wait_ready() {
+    local i
+    for ((i = 0; i < 600; i++)); do
+        [[ -e $1 ]] && return 0
+        sleep 0.1
+    done
+    echo "$1 was not made within 60 s" >&2
     return 1
 }
 
@@ -99,10 +111,11 @@ wait_rank0() {
 
 @test "WORLD_SIZE + 64 idle connections do not shut the ranks out, and are counted" {
     rank0 2 -- --timeout 15
-    "$TORCH_PYTHON" "$PEER" idle "$PORT" 66 12 >"$OUT/idle" &
+    "$TORCH_PYTHON" "$PEER" idle "$PORT" 66 12 "$OUT/idle.ready" >"$OUT/idle" &
     PIDS+=($!)
     local idle=$!
-    sleep 1
+    # (rank 1 comes after all 66: the oldest gives way to it, not it to them)
+    wait_ready "$OUT/idle.ready"
     run doctor 1 2 -- --timeout 10
     echo "$output"
     wait_rank0
@@ -147,10 +160,10 @@ wait_rank0() {
 
 @test "out of file descriptors with idle connections: rank 0 makes room, no busy loop" {
     CPU_FILE=$OUT/rank0.cpu NOFILE=20 rank0 2 -- --timeout 8
-    "$TORCH_PYTHON" "$PEER" idle "$PORT" 40 6 >"$OUT/idle" &
+    "$TORCH_PYTHON" "$PEER" idle "$PORT" 40 6 "$OUT/idle.ready" >"$OUT/idle" &
     PIDS+=($!)
-    # (the idle ones take every descriptor within milliseconds)
-    sleep 1
+    # (the idle ones take every descriptor before rank 1 comes)
+    wait_ready "$OUT/idle.ready"
     run doctor 1 2 -- --timeout 5
     echo "$output"
     wait_rank0
@@ -178,7 +191,7 @@ wait_rank0() {
         "$TORCH_PYTHON" "$PEER" impostor "$PORT" 5 >"$OUT/heard" &
     PIDS+=($!)
     local i
-    for ((i = 0; i < 50; i++)); do
+    for ((i = 0; i < 100; i++)); do
         ss -Hltn "sport = :$PORT" | grep -q . && break
         sleep 0.1
     done

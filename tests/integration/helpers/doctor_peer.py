@@ -4,8 +4,10 @@
     doctor_peer.py free-port
     doctor_peer.py forge PORT RANK          a record claiming RANK: the old plain
                                             one, then one signed with a wrong key
-    doctor_peer.py idle PORT N SECONDS      N connections that send nothing; prints
-                                            how many rank 0 closed, and after how long
+    doctor_peer.py idle PORT N SECONDS [READY]
+                                            N connections that send nothing; prints
+                                            how many rank 0 closed, and after how long;
+                                            creates the file READY once all N are open
     doctor_peer.py flood PORT KEY N NODE    N records of ranks 1..N, all claiming NODE,
                                             signed with KEY (the protocol rank 0 speaks)
     doctor_peer.py hold PORT KEY N SECS     N signed records on connections kept open
@@ -99,10 +101,12 @@ def forge(port, rank):
     print("forge: sent")
 
 
-def idle(port, n, seconds):
+def idle(port, n, seconds, ready=None):
     deadline = time.monotonic() + 10
     start = time.monotonic()
     socks = [connect(port, deadline) for _ in range(n)]
+    if ready:
+        open(ready, "w").close()
     closed_after = []
     open_ = {s.fileno(): s for s in socks}
     while open_ and time.monotonic() - start < seconds:
@@ -200,7 +204,7 @@ def main():
     elif cmd == "forge":
         forge(int(args[0]), int(args[1]))
     elif cmd == "idle":
-        idle(int(args[0]), int(args[1]), float(args[2]))
+        idle(int(args[0]), int(args[1]), float(args[2]), *args[3:4])
     elif cmd == "flood":
         flood(int(args[0]), args[1], int(args[2]), args[3])
     elif cmd == "hold":
