@@ -21,16 +21,18 @@ purge_packages() {
 
 # prebuilt_debs DIR: the packages that scripts/check builds beside the tests
 # before this file runs (scripts/packages DIR/debs, its output in DIR/log, its
-# status in DIR/status once it is done): waits for them (the build takes a few
-# minutes at most), and fails with the build's log when it failed.
+# status in DIR/status once it is done): waits for them (the build, niced
+# beside six lanes and chroots being made, has taken 10 minutes), at most
+# 1,100 s, under the file's own cap (CHECK_FILE_TIMEOUT), and fails with the
+# build's log when it failed.
 prebuilt_debs() {
-    local dir=$1 status deadline=$((SECONDS + 900))
+    local dir=$1 status deadline=$((SECONDS + 1100))
     until [[ -s $dir/status ]] || ((SECONDS >= deadline)); do
         sleep 0.5
     done
     status=$(cat "$dir/status" 2>/dev/null) || status=''
     [[ $status == 0 ]] && return 0
-    [[ -n $status ]] && status="failed with status $status" || status="not done after 900 s"
+    [[ -n $status ]] && status="failed with status $status" || status="not done after 1100 s"
     echo "the packages built beside the tests (scripts/packages $dir/debs): $status" >&2
     tail -n 40 "$dir/log" >&2
     return 1
