@@ -50,6 +50,10 @@ def train(args):
         model.module.load_state_dict(state["model"])
         opt.load_state_dict(state["opt"])
         start = state["step"]
+    # From here the shim records the preemption signal; before it, SIGUSR2
+    # ends this rank (its default action).  So "starting" tells whoever
+    # waits for it that the signal may come.
+    dtshim.init()
     print(f"rank {rank} of {world}: restart {restart}, starting at step {start}", flush=True)
 
     gen = torch.Generator().manual_seed(1000 * (restart + 1) + rank)
