@@ -25,8 +25,8 @@ setup_file() {
     [[ -n $VERSION ]] || { echo "no PACKAGE_VERSION in $TOP/Makefile: build first (scripts/build)" >&2; return 1; }
     export TARBALL=$WORK/src/slurm-dist-train-$VERSION.tar.gz
     mkdir -p "$WORK/src"
-    # (make dist writes into the checkout, and scripts/check's make distcheck may run
-    # beside: the tarball is taken away under the lock they share)
+    # (make dist writes into the checkout, and scripts/packages may run beside,
+    # for install.bats: the tarball is taken away under the lock they share)
     local lock
     exec {lock}>>"$TOP/.make-dist.lock"
     timeout 900 flock "$lock" || { echo "another make dist holds $TOP/.make-dist.lock" >&2; return 1; }
