@@ -86,8 +86,12 @@ static void as_rank0 (const struct doctor_key *key, const uint8_t *data, size_t 
 
     line = p;
     len = next_line (&p, end);
-    if (doctor_hello_parse ((const char *) line, len, pn) == 0)
+    if (doctor_hello_check (key, (const char *) line, len, pn) == 0) {
+        char ours[DOCTOR_AUTH_LINE_MAX];
         FUZZ_CHECK (strlen (pn) == DOCTOR_NONCE_HEX);
+        check_canonical ((const char *) line, len, ours,
+                         doctor_hello_format (key, pn, ours, sizeof (ours)));
+    }
     line = p;
     len = next_line (&p, end);
     if (doctor_record_header_parse ((const char *) line, len, &reclen, mac) == 0) {
@@ -105,7 +109,7 @@ static void as_rank0 (const struct doctor_key *key, const uint8_t *data, size_t 
         check_record (&rec);
 }
 
-/* A rank's side: rank 0's proof, then the verdict. */
+/* A rank's side: rank 0's proof, its word that the record is taken, then the verdict. */
 static void as_rank (const struct doctor_key *key, const uint8_t *data, size_t size)
 {
     const uint8_t *p = data, *end = data + size, *line;
@@ -118,6 +122,11 @@ static void as_rank (const struct doctor_key *key, const uint8_t *data, size_t s
     if (doctor_proof_check (key, PN, (const char *) line, len, sn) == 0)
         check_canonical ((const char *) line, len, ours,
                          doctor_proof_format (key, PN, sn, ours, sizeof (ours)));
+    line = p;
+    len = next_line (&p, end);
+    if (doctor_taken_check (key, PN, SN, (const char *) line, len) == 0)
+        check_canonical ((const char *) line, len, ours,
+                         doctor_taken_format (key, PN, SN, ours, sizeof (ours)));
     line = p;
     len = next_line (&p, end);
     if (doctor_verdict_check (key, PN, SN, (const char *) line, len, &ok) == 0)

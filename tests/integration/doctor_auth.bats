@@ -1,12 +1,16 @@
 #!/usr/bin/env bats
 # doctor_auth.bats - dist-train-doctor's ranks on loopback, with others on
-# rank 0's port: a forged record, idle connections, thousands of records
-# claiming one node, file descriptors running out, an impostor listening in
-# rank 0's place, a rank with another step's key.  No cluster: the ranks are
-# the real doctor with the environment srun --dist-train gives a task.
+# rank 0's port: a forged record, idle connections, strangers churning
+# connections, thousands of records claiming one node, file descriptors
+# running out, an impostor listening in rank 0's place, a rank with another
+# step's key.  No cluster: the ranks are the real doctor with the environment
+# srun --dist-train gives a task.
 #
 # DOCTOR_UNDER_TEST=PATH runs the file against another build of the doctor
-# (each of the first five tests fails against the one before the step key).
+# (the forged record, both idle-connection tests, the 2,047 records and the
+# descriptors running out with idle connections each fail against the one
+# before the step key; the churn fails against the one whose new connections
+# pushed out the oldest, whether it had shown the key or not).
 
 load helpers/common
 
@@ -87,6 +91,17 @@ wait_ready() {
     return 1
 }
 
+# wait_line FILE TEXT: until FILE holds TEXT, at most 60 s.
+wait_line() {
+    local i
+    for ((i = 0; i < 600; i++)); do
+        grep -qF "$2" "$1" 2>/dev/null && return 0
+        sleep 0.1
+    done
+    echo "$1 did not say '$2' within 60 s" >&2
+    return 1
+}
+
 wait_rank0() {
     rc0=0
     wait "$RANK0" || rc0=$?
@@ -114,7 +129,7 @@ wait_rank0() {
     "$TORCH_PYTHON" "$PEER" idle "$PORT" 66 12 "$OUT/idle.ready" >"$OUT/idle" &
     PIDS+=($!)
     local idle=$!
-    # (rank 1 comes after all 66: the oldest gives way to it, not it to them)
+    # (rank 1 comes after all 66: the oldest of them gives way to it, not it to them)
     wait_ready "$OUT/idle.ready"
     run doctor 1 2 -- --timeout 10
     echo "$output"
@@ -126,6 +141,61 @@ wait_rank0() {
     grep -q 'ok: all 2 ranks on 1 node checked in' "$OUT/rank0"
     grep -q 'note: 66 connections to MASTER_PORT closed without a record signed' "$OUT/rank0"
     grep -q '^idle: 66 of 66 closed by rank 0' "$OUT/idle"
+}
+
+# preflights WORLD N: N checks of WORLD ranks, one after another, each with a
+# key of its own, as N steps would run them; fails at the first that does
+# not pass on every rank, with what each rank said.
+preflights() {
+    local world=$1 n=$2 i r rc pids
+    for ((i = 1; i <= n; i++)); do
+        KEY=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+        rank0 "$world" -- --timeout 20 || return 1
+        pids=()
+        for ((r = 1; r < world; r++)); do
+            doctor "$r" "$world" -- --timeout 20 >"$OUT/rank$r" 2>&1 &
+            pids+=($!)
+        done
+        rc=0
+        for r in "${pids[@]}"; do
+            wait "$r" || rc=1
+        done
+        wait_rank0 >"$OUT/rank0.all"
+        if ((rc != 0 || rc0 != 0)); then
+            echo "check $i of $n with $world ranks failed:"
+            cat "$OUT/rank0.all"
+            for ((r = 1; r < world; r++)); do
+                echo "--- rank $r:" && cat "$OUT/rank$r"
+            done
+            return 1
+        fi
+    done
+    echo "$n checks of $world ranks passed"
+}
+
+@test "strangers who churn connections to MASTER_PORT evict no rank: 20 checks of 2 and of 16 ranks pass" {
+    # (a minute of the machine's CPUs, for what depends on no Slurm: once per run of the
+    # suite, on the host's generation)
+    [[ ${SLURM_CHROOT_RUN:-} != 1 ]] || skip "the doctor's handshake is the same with every Slurm: run on the host's generation"
+    local procs j churners
+    for procs in 1 2 4; do
+        churners=()
+        for ((j = 0; j < procs; j++)); do
+            setpriv --reuid=nobody --regid=nogroup --clear-groups \
+                "$TORCH_PYTHON" "$PEER" churn "$PORT" 100 300 >"$OUT/churn$j" &
+            churners+=($!)
+            PIDS+=($!)
+        done
+        for ((j = 0; j < procs; j++)); do
+            wait_line "$OUT/churn$j" 'churn: started'
+        done
+        echo "# $procs stranger(s) churning"
+        preflights 2 20
+        preflights 16 20
+        kill "${churners[@]}"
+        wait "${churners[@]}" || true
+        cat "$OUT"/churn*[0-9]
+    done
 }
 
 @test "a connection that shows no signed record is closed within seconds" {
@@ -203,7 +273,7 @@ wait_rank0() {
     wait "${PIDS[-1]}" || true
     echo "the impostor heard: $(cat "$OUT/heard")"
     # the rank's hello, and nothing about it
-    grep -q '^dist-train-doctor 2 hello [0-9a-f]\{32\}$' "$OUT/heard"
+    grep -q '^dist-train-doctor 3 hello [0-9a-f]\{32\} [0-9a-f]\{64\}$' "$OUT/heard"
     [[ -z $(grep 'node=\|cpus=\|rank=' "$OUT/heard") ]]
 }
 
@@ -213,7 +283,7 @@ wait_rank0() {
     echo "$output"
     wait_rank0
     [ "$status" -eq 1 ]
-    [[ $output == *"did not prove it knows this step's key"* ]]
+    [[ $output == *"rank 0 at 127.0.0.1:$PORT refused our hello: this rank's DIST_TRAIN_STEP_KEY is not its step's key"*"nothing was sent to it"* ]]
     [ "$rc0" -eq 1 ]
     grep -q 'problem: rank 1 never checked in' "$OUT/rank0"
     grep -q 'note: 1 connection to MASTER_PORT closed without a record signed with this step.s key (from 127.0.0.1): not ranks of this step, or ranks with another step.s DIST_TRAIN_STEP_KEY' "$OUT/rank0"

@@ -317,9 +317,9 @@ static void test_auth_exchange (void **state)
     assert_int_equal (doctor_nonce (pn), 0);
     assert_int_equal (doctor_nonce (sn), 0);
     assert_string_not_equal (pn, sn);
-    n = doctor_hello_format (pn, line, sizeof (line));
+    n = doctor_hello_format (&key, pn, line, sizeof (line));
     assert_true (n > 0 && line[n - 1] == '\n');
-    assert_int_equal (doctor_hello_parse (line, (size_t) n, got), 0);
+    assert_int_equal (doctor_hello_check (&key, line, (size_t) n, got), 0);
     assert_string_equal (got, pn);
     n = doctor_proof_format (&key, pn, sn, line, sizeof (line));
     assert_int_equal (doctor_proof_check (&key, pn, line, (size_t) n, got), 0);
@@ -328,6 +328,8 @@ static void test_auth_exchange (void **state)
     assert_int_equal (doctor_record_header_parse (line, (size_t) n, &reclen, mac), 0);
     assert_int_equal (reclen, strlen (rec));
     assert_int_equal (doctor_record_check (&key, sn, pn, rec, reclen, mac), 0);
+    n = doctor_taken_format (&key, pn, sn, line, sizeof (line));
+    assert_int_equal (doctor_taken_check (&key, pn, sn, line, (size_t) n), 0);
     n = doctor_verdict_format (&key, pn, sn, true, line, sizeof (line));
     assert_int_equal (doctor_verdict_check (&key, pn, sn, line, (size_t) n, &ok), 0);
     assert_true (ok);
@@ -353,6 +355,12 @@ static void test_auth_refusals (void **state)
     assert_int_equal (doctor_nonce (pn), 0);
     assert_int_equal (doctor_nonce (sn), 0);
     assert_int_equal (doctor_nonce (other), 0);
+    /* a hello with another key, or with its nonce changed */
+    n = doctor_hello_format (&b, pn, line, sizeof (line));
+    assert_int_equal (doctor_hello_check (&a, line, (size_t) n, got), -1);
+    n = doctor_hello_format (&a, pn, line, sizeof (line));
+    line[strlen ("dist-train-doctor 3 hello ")] ^= 1;
+    assert_int_equal (doctor_hello_check (&a, line, (size_t) n, got), -1);
     /* rank 0 with another key; a proof made for another rank's nonce */
     n = doctor_proof_format (&b, pn, sn, line, sizeof (line));
     assert_int_equal (doctor_proof_check (&a, pn, line, (size_t) n, got), -1);
@@ -376,6 +384,13 @@ static void test_auth_refusals (void **state)
     memcpy (line, "ok     ", 7);
     assert_int_equal (doctor_verdict_check (&a, pn, sn, line, (size_t) n, &ok), -1);
     assert_int_equal (doctor_verdict_check (&a, pn, sn, "ok\n", 3, &ok), -1);
+    /* "taken" for another connection, or a verdict's MAC as one */
+    n = doctor_taken_format (&a, other, sn, line, sizeof (line));
+    assert_int_equal (doctor_taken_check (&a, pn, sn, line, (size_t) n), -1);
+    n = doctor_verdict_format (&a, pn, sn, true, line, sizeof (line));
+    assert_int_equal (doctor_taken_check (&a, pn, sn, line, (size_t) n), -1);
+    n = doctor_taken_format (&a, pn, sn, line, sizeof (line));
+    assert_int_equal (doctor_verdict_check (&a, pn, sn, line, (size_t) n, &ok), -1);
     /* keys that are not 64 hex digits */
     assert_int_equal (doctor_key_parse (NULL, &a), -1);
     assert_int_equal (doctor_key_parse ("", &a), -1);
@@ -385,9 +400,12 @@ static void test_auth_refusals (void **state)
         -1);
 }
 
-/* Lines that are not the protocol's, from anyone who connects. */
+/* Lines that are not the protocol's, from anyone who connects (a MAC of the
+ * right form where one is due: the form is checked before the MAC). */
+#define HELLO_MAC "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 static void test_auth_malformed (void **state)
 {
+    struct doctor_key key;
     char pn[DOCTOR_NONCE_HEX + 1], mac[DOCTOR_MAC_HEX + 1];
     size_t reclen = 0;
     const char *mac64 = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
@@ -396,25 +414,30 @@ static void test_auth_malformed (void **state)
         "",
         "\n",
         "dist-train-doctor 1\n",
-        "dist-train-doctor 2 hello \n",
-        "dist-train-doctor 2 hello 0123456789abcdef0123456789abcde\n", /* short */
-        "dist-train-doctor 2 hello 0123456789abcdef0123456789abcdef0\n", /* long */
-        "dist-train-doctor 2 hello 0123456789ABCDEF0123456789abcdef\n", /* upper */
-        "dist-train-doctor 2 hello 0123456789abcdef0123456789abcdeg\n",
+        "dist-train-doctor 3 hello \n",
+        "dist-train-doctor 2 hello 0123456789abcdef0123456789abcdef\n", /* the old protocol's */
+        "dist-train-doctor 3 hello 0123456789abcdef0123456789abcdef\n", /* no MAC */
+        "dist-train-doctor 3 hello 0123456789abcdef0123456789abcde " HELLO_MAC "\n", /* short */
+        "dist-train-doctor 3 hello 0123456789abcdef0123456789abcdef0 " HELLO_MAC "\n", /* long */
+        "dist-train-doctor 3 hello 0123456789ABCDEF0123456789abcdef " HELLO_MAC "\n", /* upper */
+        "dist-train-doctor 3 hello 0123456789abcdef0123456789abcdeg " HELLO_MAC "\n",
+        "dist-train-doctor 3 hello 0123456789abcdef0123456789abcdef  " HELLO_MAC "\n",
     };
     const char *lengths_bad[] = {"0", "00012", "12289", "99999999999999999999", "-1", "12x"};
 
     (void) state;
+    assert_int_equal (doctor_key_parse (KEY_A, &key), 0);
     for (size_t i = 0; i < sizeof (hello_bad) / sizeof (hello_bad[0]); i++)
-        assert_int_equal (doctor_hello_parse (hello_bad[i], strlen (hello_bad[i]), pn), -1);
+        assert_int_equal (doctor_hello_check (&key, hello_bad[i], strlen (hello_bad[i]), pn), -1);
     /* a NUL inside the line */
-    assert_int_equal (doctor_hello_parse ("dist-train-doctor 2 hello 0123456789abcdef\0"
+    assert_int_equal (doctor_hello_check (&key,
+                                          "dist-train-doctor 3 hello 0123456789abcdef\0"
                                           "123456789abcdef\n",
                                           43, pn),
                       -1);
     /* longer than any line of ours */
     memset (line, 'a', sizeof (line));
-    assert_int_equal (doctor_hello_parse (line, sizeof (line), pn), -1);
+    assert_int_equal (doctor_hello_check (&key, line, sizeof (line), pn), -1);
     assert_int_equal (doctor_record_header_parse (line, sizeof (line), &reclen, mac), -1);
     for (size_t i = 0; i < sizeof (lengths_bad) / sizeof (lengths_bad[0]); i++) {
         snprintf (line, sizeof (line), "record %s %s\n", lengths_bad[i], mac64);

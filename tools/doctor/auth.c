@@ -10,7 +10,7 @@
 #include "doctor.h"
 #include "auth.h"
 
-#define MAGIC DOCTOR_PROGRAM " 2 "
+#define MAGIC DOCTOR_PROGRAM " 3 "
 #define MAC_LABEL DOCTOR_PROGRAM " "
 
 static int hex_digit (char c)
@@ -96,21 +96,39 @@ static int fits (int n, size_t size)
     return n < 0 || (size_t) n >= size ? -1 : n;
 }
 
-int doctor_hello_format (const char *pn, char *buf, size_t size)
+static void hello_head (const char *pn, char *head, size_t size)
 {
-    return fits (snprintf (buf, size, MAGIC "hello %s\n", pn), size);
+    snprintf (head, size, MAC_LABEL "hello %.32s", pn);
 }
 
-int doctor_hello_parse (const char *line, size_t len, char pn[DOCTOR_NONCE_HEX + 1])
+int doctor_hello_format (const struct doctor_key *key, const char *pn, char *buf, size_t size)
 {
-    char text[DOCTOR_AUTH_LINE_MAX];
-    const size_t plen = strlen (MAGIC "hello ");
+    char head[DOCTOR_AUTH_LINE_MAX], mac[DOCTOR_MAC_HEX + 1];
 
-    if (line_text (line, len, text, sizeof (text)) < 0 || strlen (text) != plen + DOCTOR_NONCE_HEX
-        || strncmp (text, MAGIC "hello ", plen) != 0
-        || !dist_lower_hex (text + plen, DOCTOR_NONCE_HEX))
+    hello_head (pn, head, sizeof (head));
+    if (mac_of (key, head, NULL, 0, mac) < 0)
         return -1;
-    memcpy (pn, text + plen, DOCTOR_NONCE_HEX + 1);
+    return fits (snprintf (buf, size, MAGIC "hello %s %s\n", pn, mac), size);
+}
+
+int doctor_hello_check (const struct doctor_key *key, const char *line, size_t len,
+                        char pn[DOCTOR_NONCE_HEX + 1])
+{
+    char text[DOCTOR_AUTH_LINE_MAX], head[DOCTOR_AUTH_LINE_MAX], nonce[DOCTOR_NONCE_HEX + 1];
+    const size_t plen = strlen (MAGIC "hello ");
+    const char *p = text + plen;
+
+    if (line_text (line, len, text, sizeof (text)) < 0
+        || strlen (text) != plen + DOCTOR_NONCE_HEX + 1 + DOCTOR_MAC_HEX
+        || strncmp (text, MAGIC "hello ", plen) != 0 || !dist_lower_hex (p, DOCTOR_NONCE_HEX)
+        || p[DOCTOR_NONCE_HEX] != ' ' || !dist_lower_hex (p + DOCTOR_NONCE_HEX + 1, DOCTOR_MAC_HEX))
+        return -1;
+    memcpy (nonce, p, DOCTOR_NONCE_HEX);
+    nonce[DOCTOR_NONCE_HEX] = '\0';
+    hello_head (nonce, head, sizeof (head));
+    if (!mac_ok (key, head, NULL, 0, p + DOCTOR_NONCE_HEX + 1))
+        return -1;
+    memcpy (pn, nonce, sizeof (nonce));
     return 0;
 }
 
@@ -197,41 +215,73 @@ int doctor_record_check (const struct doctor_key *key, const char *sn, const cha
     return mac_ok (key, head, rec, reclen, mac) ? 0 : -1;
 }
 
-static void verdict_head (const char *pn, const char *sn, const char *word, char *head, size_t size)
+/* A line of a word and a MAC over "LABEL WORD PN SN": the taken line and
+ * the verdicts. */
+static void word_head (const char *word, const char *pn, const char *sn, char *head, size_t size)
 {
-    snprintf (head, size, MAC_LABEL "verdict %.32s %.32s %.7s", pn, sn, word);
+    snprintf (head, size, MAC_LABEL "%.7s %.32s %.32s", word, pn, sn);
 }
 
-int doctor_verdict_format (const struct doctor_key *key, const char *pn, const char *sn, bool ok,
-                           char *buf, size_t size)
+static int word_format (const struct doctor_key *key, const char *word, const char *pn,
+                        const char *sn, char *buf, size_t size)
 {
-    const char *word = ok ? "ok" : "problem";
     char head[DOCTOR_AUTH_LINE_MAX], mac[DOCTOR_MAC_HEX + 1];
 
-    verdict_head (pn, sn, word, head, sizeof (head));
+    word_head (word, pn, sn, head, sizeof (head));
     if (mac_of (key, head, NULL, 0, mac) < 0)
         return -1;
     return fits (snprintf (buf, size, "%s %s\n", word, mac), size);
 }
 
-int doctor_verdict_check (const struct doctor_key *key, const char *pn, const char *sn,
-                          const char *line, size_t len, bool *ok)
+/* The word of a word line (one of words, NULL-terminated) whose MAC is
+ * right; NULL for anything else. */
+static const char *word_check (const struct doctor_key *key, const char *const *words,
+                               const char *pn, const char *sn, const char *line, size_t len)
 {
     char text[DOCTOR_AUTH_LINE_MAX], head[DOCTOR_AUTH_LINE_MAX];
     const char *sp;
     size_t wlen;
 
-    if (line_text (line, len, text, sizeof (text)) < 0 || (sp = strchr (text, ' ')) == NULL)
-        return -1;
-    wlen = (size_t) (sp - text);
-    if (!((wlen == 2 && memcmp (text, "ok", 2) == 0)
-          || (wlen == 7 && memcmp (text, "problem", 7) == 0))
+    if (line_text (line, len, text, sizeof (text)) < 0 || (sp = strchr (text, ' ')) == NULL
         || strlen (sp + 1) != DOCTOR_MAC_HEX || !dist_lower_hex (sp + 1, DOCTOR_MAC_HEX))
+        return NULL;
+    wlen = (size_t) (sp - text);
+    for (; *words != NULL; words++)
+        if (strlen (*words) == wlen && memcmp (text, *words, wlen) == 0) {
+            word_head (*words, pn, sn, head, sizeof (head));
+            return mac_ok (key, head, NULL, 0, sp + 1) ? *words : NULL;
+        }
+    return NULL;
+}
+
+int doctor_taken_format (const struct doctor_key *key, const char *pn, const char *sn, char *buf,
+                         size_t size)
+{
+    return word_format (key, "taken", pn, sn, buf, size);
+}
+
+int doctor_taken_check (const struct doctor_key *key, const char *pn, const char *sn,
+                        const char *line, size_t len)
+{
+    static const char *const taken[] = {"taken", NULL};
+
+    return word_check (key, taken, pn, sn, line, len) != NULL ? 0 : -1;
+}
+
+int doctor_verdict_format (const struct doctor_key *key, const char *pn, const char *sn, bool ok,
+                           char *buf, size_t size)
+{
+    return word_format (key, ok ? "ok" : "problem", pn, sn, buf, size);
+}
+
+int doctor_verdict_check (const struct doctor_key *key, const char *pn, const char *sn,
+                          const char *line, size_t len, bool *ok)
+{
+    static const char *const verdicts[] = {"ok", "problem", NULL};
+    const char *word = word_check (key, verdicts, pn, sn, line, len);
+
+    if (word == NULL)
         return -1;
-    text[wlen] = '\0';
-    verdict_head (pn, sn, text, head, sizeof (head));
-    if (!mac_ok (key, head, NULL, 0, sp + 1))
-        return -1;
-    *ok = wlen == 2;
+    *ok = word == verdicts[0];
     return 0;
 }

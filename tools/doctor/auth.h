@@ -9,15 +9,25 @@
  * side draws, as 32 hex digits; MAC: HMAC-SHA256 with the key, as 64 hex
  * digits over the text shown):
  *
- *   rank:   "dist-train-doctor 2 hello PN\n"
- *   rank 0: "dist-train-doctor 2 rank0 SN MAC\n"   MAC over "dist-train-doctor rank0 PN SN"
+ *   rank:   "dist-train-doctor 3 hello PN MAC\n"   MAC over "dist-train-doctor hello PN"
+ *   rank 0: "dist-train-doctor 3 rank0 SN MAC\n"   MAC over "dist-train-doctor rank0 PN SN"
+ *           or "dist-train-doctor 3 refused\n"      when the hello is not this step's
  *   rank:   "record LEN MAC\n" then LEN bytes       MAC over "dist-train-doctor record SN PN\n"
  *                                                    and the LEN bytes (doctor_wire_encode's)
- *   rank 0: "ok MAC\n" or "problem MAC\n"           MAC over "dist-train-doctor verdict PN SN WORD"
+ *   rank 0: "taken MAC\n"                           MAC over "dist-train-doctor taken PN SN"
+ *   rank 0: "ok MAC\n" or "problem MAC\n"           MAC over "dist-train-doctor WORD PN SN"
  *
- * Rank 0 proves itself before a rank sends its facts, so an impostor on
- * the port learns nothing; both nonces enter every MAC, so nothing seen on
- * one connection is worth replaying on another.
+ * The hello shows the key before rank 0 gives the connection anything but
+ * a place among the unproven ones, which strangers' connections can take
+ * from each other: a connection that showed the key keeps its place until
+ * its record is in or its handshake time is up.  (A hello seen on the wire
+ * and replayed gets no further than such a place, of which there are a
+ * bounded number: the record's MAC covers rank 0's fresh nonce.)  Rank 0
+ * proves itself before a rank sends its facts, so an impostor on the port
+ * learns nothing about the rank; "taken" tells the rank its record counts,
+ * and a rank whose connection closes before it comes connects again until
+ * its deadline.  Both nonces enter every later MAC, so nothing seen on one
+ * connection is worth replaying on another.
  */
 #ifndef DOCTOR_AUTH_H
 #define DOCTOR_AUTH_H
@@ -33,6 +43,9 @@
 #define DOCTOR_MAC_HEX 64
 #define DOCTOR_AUTH_LINE_MAX 160 /* the longest handshake line, with its '\n' */
 #define DOCTOR_HANDSHAKE_MS 3000 /* from accept to a rank's valid record */
+/* rank 0's answer to a hello it cannot check: it tells a stranger nothing but that, and a
+ * rank with another step's key that it need not try again */
+#define DOCTOR_REFUSED_LINE DOCTOR_PROGRAM " 3 refused\n"
 
 struct doctor_key {
     unsigned char bytes[DOCTOR_KEY_BYTES];
@@ -46,18 +59,21 @@ int doctor_nonce (char out[DOCTOR_NONCE_HEX + 1]);
 
 /* The lines above, each into buf (size bytes) with its '\n'; the length,
  * or -1 when it does not fit.  record_header is followed by the record. */
-int doctor_hello_format (const char *pn, char *buf, size_t size);
+int doctor_hello_format (const struct doctor_key *key, const char *pn, char *buf, size_t size);
 int doctor_proof_format (const struct doctor_key *key, const char *pn, const char *sn, char *buf,
                          size_t size);
 int doctor_record_header (const struct doctor_key *key, const char *sn, const char *pn,
                           const char *rec, size_t reclen, char *buf, size_t size);
+int doctor_taken_format (const struct doctor_key *key, const char *pn, const char *sn, char *buf,
+                         size_t size);
 int doctor_verdict_format (const struct doctor_key *key, const char *pn, const char *sn, bool ok,
                            char *buf, size_t size);
 
 /* The same lines, read back (line: len bytes, with or without its '\n').
  * Each is 0 only when the line is well formed and, where it carries a MAC,
  * the MAC is right (compared in constant time); else -1. */
-int doctor_hello_parse (const char *line, size_t len, char pn[DOCTOR_NONCE_HEX + 1]);
+int doctor_hello_check (const struct doctor_key *key, const char *line, size_t len,
+                        char pn[DOCTOR_NONCE_HEX + 1]);
 int doctor_proof_check (const struct doctor_key *key, const char *pn, const char *line, size_t len,
                         char sn[DOCTOR_NONCE_HEX + 1]);
 /* The header's length (1..DOCTOR_MSG_MAX) and MAC; the MAC is checked
@@ -66,6 +82,8 @@ int doctor_record_header_parse (const char *line, size_t len, size_t *reclen,
                                 char mac[DOCTOR_MAC_HEX + 1]);
 int doctor_record_check (const struct doctor_key *key, const char *sn, const char *pn,
                          const char *rec, size_t reclen, const char *mac);
+int doctor_taken_check (const struct doctor_key *key, const char *pn, const char *sn,
+                        const char *line, size_t len);
 int doctor_verdict_check (const struct doctor_key *key, const char *pn, const char *sn,
                           const char *line, size_t len, bool *ok);
 

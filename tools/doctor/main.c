@@ -111,18 +111,25 @@ static int fail_late (long start_ms, const struct options *o)
 }
 
 /* One line from rank 0, whole, before deadline_ms: its length with the
- * '\n', 0 when rank 0 hung up or said nothing in time. */
+ * '\n', 0 when rank 0 hung up or said nothing in time.  What follows the
+ * line stays in the socket for the next call ("taken" and the verdict can
+ * come in one segment). */
 static size_t read_line (int fd, char *buf, size_t size, long deadline_ms)
 {
     struct pollfd p = {.fd = fd, .events = POLLIN};
     size_t got = 0;
+    char *nl;
 
     while (got < size && memchr (buf, '\n', got) == NULL) {
         long left = deadline_ms - doctor_now_ms ();
         ssize_t n;
         if (left <= 0 || poll (&p, 1, (int) left) <= 0)
             return 0;
-        n = recv (fd, buf + got, size - got, 0);
+        n = recv (fd, buf + got, size - got, MSG_PEEK);
+        if (n > 0 && (nl = memchr (buf + got, '\n', (size_t) n)) != NULL)
+            n = nl - (buf + got) + 1;
+        if (n > 0)
+            n = recv (fd, buf + got, (size_t) n, 0);
         if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
             return 0;
         if (n > 0)
@@ -165,10 +172,15 @@ static int source_address (struct doctor_rank *self, const struct sockaddr_stora
     return 0;
 }
 
-enum exchange { SENT, NO_PROOF, BAD_PROOF, SEND_FAILED };
+/* How far a connection to rank 0 got: our record taken; no proof from rank
+ * 0 (it closed the connection or said nothing in time); a proof that is
+ * not this step's key; our hello refused (our key is not rank 0's); a
+ * proof, but the connection closed before our record was taken; a failure
+ * of our own. */
+enum exchange { TAKEN, NO_PROOF, BAD_PROOF, REFUSED, NOT_TAKEN, SEND_FAILED };
 
-/* The handshake on a connection to rank 0, then our signed record; pn and
- * sn are the nonces, for the verdict. */
+/* The handshake on a connection to rank 0, then our signed record and rank
+ * 0's word that it counts; pn and sn are the nonces, for the verdict. */
 static enum exchange exchange (int fd, struct doctor_rank *self, const struct doctor_key *key,
                                char *pn, char *sn, long deadline)
 {
@@ -176,11 +188,13 @@ static enum exchange exchange (int fd, struct doctor_rank *self, const struct do
     size_t got;
     int n, len;
 
-    if (doctor_nonce (pn) < 0 || (n = doctor_hello_format (pn, line, sizeof (line))) < 0
-        || doctor_send_all (fd, line, (size_t) n, deadline) < 0)
+    if (doctor_nonce (pn) < 0 || (n = doctor_hello_format (key, pn, line, sizeof (line))) < 0)
         return SEND_FAILED;
-    if ((got = read_line (fd, line, sizeof (line), deadline)) == 0)
+    if (doctor_send_all (fd, line, (size_t) n, deadline) < 0
+        || (got = read_line (fd, line, sizeof (line), deadline)) == 0)
         return NO_PROOF;
+    if (got == strlen (DOCTOR_REFUSED_LINE) && memcmp (line, DOCTOR_REFUSED_LINE, got) == 0)
+        return REFUSED;
     /* nothing about us goes to what cannot show it knows the key */
     if (doctor_proof_check (key, pn, line, got, sn) < 0)
         return BAD_PROOF;
@@ -192,9 +206,10 @@ static enum exchange exchange (int fd, struct doctor_rank *self, const struct do
         return SEND_FAILED;
     /* the header right before the record, sent as one */
     memcpy (msg + DOCTOR_AUTH_LINE_MAX - n, line, (size_t) n);
-    return doctor_send_all (fd, msg + DOCTOR_AUTH_LINE_MAX - n, (size_t) (n + len), deadline) < 0
-               ? SEND_FAILED
-               : SENT;
+    if (doctor_send_all (fd, msg + DOCTOR_AUTH_LINE_MAX - n, (size_t) (n + len), deadline) < 0
+        || (got = read_line (fd, line, sizeof (line), deadline)) == 0)
+        return NOT_TAKEN;
+    return doctor_taken_check (key, pn, sn, line, got) == 0 ? TAKEN : BAD_PROOF;
 }
 
 /* A rank's way to rank 0 and what it shares with rank 0 on it, from the
@@ -237,8 +252,9 @@ static int peer_send (struct peer *p, enum exchange *how)
     int err = 0;
 
     /* rank 0 closes a connection it has no room for, or that was slow to
-     * prove itself: such a connection is tried again */
-    while (*how == NO_PROOF && doctor_now_ms () < p->deadline) {
+     * prove itself or to send its record: such a connection is tried again
+     * until the deadline */
+    while ((*how == NO_PROOF || *how == NOT_TAKEN) && doctor_now_ms () < p->deadline) {
         if (p->fd >= 0) {
             close (p->fd);
             poll (NULL, 0, 50); /* (not a busy loop against a port that hangs up at once) */
@@ -261,7 +277,7 @@ static int peer_send (struct peer *p, enum exchange *how)
 }
 
 /* Why our record did not reach rank 0, when the exchange stopped short. */
-static void say_not_sent (const struct doctor_rank *self, enum exchange how)
+static void say_not_sent (const struct doctor_rank *self, enum exchange how, double timeout_s)
 {
     if (how == BAD_PROOF || how == NO_PROOF)
         fprintf (stderr,
@@ -270,6 +286,18 @@ static void say_not_sent (const struct doctor_rank *self, enum exchange how)
                    "0 has another step's key; nothing was sent to it\n",
                  self->rank, self->node, self->master_addr, self->master_port,
                  how == BAD_PROOF ? "did not prove it knows" : "never proved it knows");
+    else if (how == REFUSED)
+        fprintf (stderr,
+                 P "rank %ld on %s: rank 0 at %s:%s refused our hello: this rank's " DOCTOR_KEY_VAR
+                   " is not its step's key (a key of another step, or set by "
+                   "hand); nothing was sent to it\n",
+                 self->rank, self->node, self->master_addr, self->master_port);
+    else if (how == NOT_TAKEN)
+        fprintf (stderr,
+                 P "rank %ld on %s: rank 0 at %s:%s proved it knows this step's key but closed "
+                   "each connection before it took our record, for %.0f s (it has no room for "
+                   "more ranks, or is too busy to read them)\n",
+                 self->rank, self->node, self->master_addr, self->master_port, timeout_s);
     else
         fprintf (stderr, P "rank %ld on %s: cannot send to rank 0 at %s:%s\n", self->rank,
                  self->node, self->master_addr, self->master_port);
@@ -328,9 +356,9 @@ static int run_peer (struct doctor_rank *self, const struct doctor_key *key,
     if (source_address (self, &p.dst, &p.src, p.src_text, sizeof (p.src_text), &p.from) < 0
         || peer_send (&p, &how) < 0)
         return fail_late (start_ms, o);
-    if (how != SENT) {
+    if (how != TAKEN) {
         close (p.fd);
-        say_not_sent (self, how);
+        say_not_sent (self, how, o->timeout_s);
         return 1;
     }
     return peer_verdict (&p);

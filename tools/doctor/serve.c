@@ -3,13 +3,19 @@
  * rank with a signed verdict.
  *
  * Anyone can connect to MASTER_PORT, so what a connection costs before it
- * proves it knows the step's key is bounded: a few hundred bytes of state,
- * DOCTOR_HANDSHAKE_MS of time, a place among at most as many pending
- * connections as the step has ranks (the oldest makes room for a new one),
- * and one HMAC per line.  Only signed records count as ranks. */
+ * shows it knows the step's key is bounded: a few hundred bytes of state,
+ * DOCTOR_HANDSHAKE_MS of time, a place among at most as many unproven
+ * connections as the step has ranks and 64 more, and one HMAC.  When those
+ * places are full a new connection takes one from the source address that
+ * holds the most (its oldest), so a stranger's flood of connections pushes
+ * out its own.  A connection whose hello carried the key's MAC moves to
+ * places of its own, which no new connection takes: a rank of the step that
+ * got that far keeps its place until its record is in or its time is up.
+ * Only signed records count as ranks. */
 #define _GNU_SOURCE /* accept4 */
 #include <errno.h>
 #include <poll.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -21,7 +27,7 @@
 #include "serve.h"
 #include "text.h"
 
-#define PENDING_MAX 4096 /* connections in their handshake at once */
+#define PENDING_MAX 4096 /* unproven connections at once */
 #define EXTRA_RECORDS 64 /* signed records beyond WORLD_SIZE - 1 kept for the report */
 #define ACCEPT_BACKOFF_MS 100 /* out of file descriptors: wait before accepting again */
 #define ACCEPT_BATCH                                                                               \
@@ -34,6 +40,7 @@ enum stage { HELLO, HEADER, RECORD };
 struct pending {
     int fd;
     enum stage stage;
+    bool proven; /* its hello carried the key's MAC */
     long since_ms;
     char addr[DOCTOR_NAME_MAX];
     char pn[DOCTOR_NONCE_HEX + 1], sn[DOCTOR_NONCE_HEX + 1];
@@ -51,13 +58,23 @@ struct signed_rank {
     struct doctor_rank rec;
 };
 
+/* A source address and how many unproven connections it holds, for the
+ * choice of the one that gives way (a table rebuilt at each choice). */
+struct addr_count {
+    const char *addr; /* NULL: a free slot */
+    size_t n;
+};
+
 struct server {
     const struct doctor_key *key;
     int lfd;
     long backoff_until;
     size_t world;
-    struct pending *pending;
+    struct pending *pending; /* unproven and proven, in any order */
     size_t npending, pending_max;
+    size_t nunproven, unproven_max, nproven, proven_max;
+    struct addr_count *counts; /* count_slots slots, a power of two */
+    size_t count_slots;
     struct signed_rank *ranks;
     size_t nranks, ranks_max;
     long *procid_of_rank; /* the task whose record holds each rank, -2: none */
@@ -76,27 +93,70 @@ static void raise_fd_limit (void)
     }
 }
 
-/* Close pending connection i, counted as one that never authenticated. */
+/* Close pending connection i; one that never showed the key is counted
+ * for the report. */
 static void drop (struct server *s, size_t i)
 {
     struct pending *p = &s->pending[i];
 
     close (p->fd);
     free (p->rec);
-    s->unauthenticated++;
-    doctor_set_add (s->unauthenticated_from, sizeof (s->unauthenticated_from), p->addr);
+    if (p->proven)
+        s->nproven--;
+    else {
+        s->nunproven--;
+        s->unauthenticated++;
+        doctor_set_add (s->unauthenticated_from, sizeof (s->unauthenticated_from), p->addr);
+    }
     s->pending[i] = s->pending[--s->npending];
 }
 
-static void drop_oldest (struct server *s)
+static uint32_t addr_hash (const char *addr)
 {
-    size_t i, oldest = 0;
+    uint32_t h = 2166136261u; /* FNV-1a */
 
-    for (i = 1; i < s->npending; i++)
-        if (s->pending[i].since_ms < s->pending[oldest].since_ms)
-            oldest = i;
-    if (s->npending > 0)
-        drop (s, oldest);
+    for (; *addr != '\0'; addr++)
+        h = (h ^ (unsigned char) *addr) * 16777619u;
+    return h;
+}
+
+/* The count of addr's unproven connections, in a table of s->count_slots
+ * slots (more than there are connections, so a free one is always found). */
+static struct addr_count *count_of (struct server *s, const char *addr)
+{
+    size_t mask = s->count_slots - 1, i = addr_hash (addr) & mask;
+
+    while (s->counts[i].addr != NULL && strcmp (s->counts[i].addr, addr) != 0)
+        i = (i + 1) & mask;
+    s->counts[i].addr = addr;
+    return &s->counts[i];
+}
+
+/* Make room among the unproven connections: close the oldest of the
+ * source address that holds the most.  Two passes over them, so a flood
+ * costs rank 0 time in proportion to the places, not to their square. */
+static void give_way (struct server *s)
+{
+    size_t i, victim = SIZE_MAX, most = 0;
+
+    memset (s->counts, 0, s->count_slots * sizeof (*s->counts));
+    for (i = 0; i < s->npending; i++)
+        if (!s->pending[i].proven)
+            count_of (s, s->pending[i].addr)->n++;
+    for (i = 0; i < s->npending; i++) {
+        struct pending *p = &s->pending[i];
+        size_t n;
+        if (p->proven)
+            continue;
+        n = count_of (s, p->addr)->n;
+        if (victim == SIZE_MAX || n > most
+            || (n == most && p->since_ms < s->pending[victim].since_ms)) {
+            victim = i;
+            most = n;
+        }
+    }
+    if (victim != SIZE_MAX)
+        drop (s, victim);
 }
 
 static void accept_all (struct server *s)
@@ -114,59 +174,82 @@ static void accept_all (struct server *s)
             /* the waiting connection stays in the backlog and poll says so
              * at once: without a pause this loop would spin */
             if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-                if (s->npending > 0) {
-                    drop_oldest (s);
+                if (s->nunproven > 0) {
+                    give_way (s);
                     continue;
                 }
                 s->backoff_until = doctor_now_ms () + ACCEPT_BACKOFF_MS;
             }
             return;
         }
-        if (s->npending == s->pending_max)
-            drop_oldest (s);
+        if (s->nunproven == s->unproven_max)
+            give_way (s);
         struct pending *p = &s->pending[s->npending++];
         memset (p, 0, sizeof (*p));
         p->fd = fd;
         p->stage = HELLO;
         p->since_ms = doctor_now_ms ();
         doctor_addr_text (&ss, p->addr, sizeof (p->addr));
+        s->nunproven++;
     }
 }
 
-/* A signed record: it counts once per task, and the rank waits for the
- * verdict on its connection. */
+/* A signed record: it counts once per task, and the rank, told so, waits
+ * for the verdict on its connection. */
 static void admit (struct server *s, size_t i, const struct doctor_rank *rec)
 {
     struct pending *p = &s->pending[i];
-    struct signed_rank *r;
+    struct signed_rank *r = NULL;
     bool in_range = rec->rank >= 0 && (size_t) rec->rank < s->world;
+    char out[DOCTOR_AUTH_LINE_MAX];
+    int n;
 
-    /* the same task twice (one record per rank and task), or more records
-     * than the report has room for: closed, not counted */
-    if ((in_range && s->procid_of_rank[rec->rank] == rec->procid) || s->nranks == s->ranks_max) {
+    /* the same task again: it connected anew, not told its first record was
+     * taken, and this connection is the one it now waits on */
+    if (in_range && s->procid_of_rank[rec->rank] == rec->procid)
+        for (size_t k = 0; k < s->nranks && r == NULL; k++)
+            if (s->ranks[k].rec.rank == rec->rank && s->ranks[k].rec.procid == rec->procid)
+                r = &s->ranks[k];
+    /* more records than the report has room for: closed, not counted */
+    if ((r == NULL && s->nranks == s->ranks_max)
+        || (n = doctor_taken_format (s->key, p->pn, p->sn, out, sizeof (out))) < 0
+        || send (p->fd, out, (size_t) n, MSG_NOSIGNAL | MSG_DONTWAIT) != n) {
         drop (s, i);
         return;
     }
-    if (in_range && s->procid_of_rank[rec->rank] == -2)
-        s->procid_of_rank[rec->rank] = rec->procid;
-    r = &s->ranks[s->nranks++];
+    if (r != NULL)
+        close (r->fd);
+    else {
+        if (in_range && s->procid_of_rank[rec->rank] == -2)
+            s->procid_of_rank[rec->rank] = rec->procid;
+        r = &s->ranks[s->nranks++];
+    }
     r->fd = p->fd;
     memcpy (r->pn, p->pn, sizeof (r->pn));
     memcpy (r->sn, p->sn, sizeof (r->sn));
     r->rec = *rec;
     free (p->rec);
+    s->nproven--;
     s->pending[i] = s->pending[--s->npending];
 }
 
 /* One complete handshake line of pending connection i; -1 when it is not
- * the line its stage expects (the connection is dropped). */
+ * the line its stage expects, or a proven one has no place (the connection
+ * is dropped; a rank tries again). */
 static int on_line (struct server *s, struct pending *p)
 {
     char out[DOCTOR_AUTH_LINE_MAX];
     int n;
 
     if (p->stage == HELLO) {
-        if (doctor_hello_parse (p->line, p->llen, p->pn) < 0 || doctor_nonce (p->sn) < 0
+        if (doctor_hello_check (s->key, p->line, p->llen, p->pn) < 0) {
+            (void) send (p->fd, DOCTOR_REFUSED_LINE, strlen (DOCTOR_REFUSED_LINE),
+                         MSG_NOSIGNAL | MSG_DONTWAIT);
+            return -1;
+        }
+        p->proven = true;
+        s->nunproven--;
+        if (s->nproven++ == s->proven_max || doctor_nonce (p->sn) < 0
             || (n = doctor_proof_format (s->key, p->pn, p->sn, out, sizeof (out))) < 0)
             return -1;
         /* (a fresh socket's buffer holds a line: a short send is a peer
@@ -341,12 +424,19 @@ static int server_init (struct server *s, int lfd, const struct doctor_key *key,
     s->key = key;
     s->lfd = lfd;
     s->world = world;
-    s->pending_max = world + 64 < PENDING_MAX ? world + 64 : PENDING_MAX;
+    s->unproven_max = world + 64 < PENDING_MAX ? world + 64 : PENDING_MAX;
+    /* (a rank connects again when its connection closed before its record
+     * was taken: the one before may still hold its place) */
+    s->proven_max = world - 1 + EXTRA_RECORDS;
+    s->pending_max = s->unproven_max + s->proven_max;
     s->ranks_max = world - 1 + EXTRA_RECORDS;
+    for (s->count_slots = 1; s->count_slots <= 2 * s->unproven_max;)
+        s->count_slots *= 2;
     s->pending = calloc (s->pending_max, sizeof (*s->pending));
+    s->counts = calloc (s->count_slots, sizeof (*s->counts));
     s->ranks = calloc (s->ranks_max, sizeof (*s->ranks));
     s->procid_of_rank = malloc (world * sizeof (*s->procid_of_rank));
-    if (s->pending == NULL || s->ranks == NULL || s->procid_of_rank == NULL)
+    if (s->pending == NULL || s->counts == NULL || s->ranks == NULL || s->procid_of_rank == NULL)
         return -1;
     for (size_t i = 0; i < world; i++)
         s->procid_of_rank[i] = -2;
@@ -360,6 +450,7 @@ static void server_free (struct server *s)
         free (s->pending[i].rec);
     }
     free (s->pending);
+    free (s->counts);
     free (s->ranks);
     free (s->procid_of_rank);
 }

@@ -4,6 +4,10 @@
     doctor_peer.py free-port
     doctor_peer.py forge PORT RANK          a record claiming RANK: the old plain
                                             one, then one signed with a wrong key
+    doctor_peer.py churn PORT KEEP SECONDS  for SECONDS (or until killed), connect to
+                                            PORT again and again, keeping the newest KEEP
+                                            connections open; prints "churn: started",
+                                            and at the end how many it made
     doctor_peer.py idle PORT N SECONDS [READY]
                                             N connections that send nothing; prints
                                             how many rank 0 closed, and after how long;
@@ -69,7 +73,7 @@ def signed(s, key, rec, forger=False):
     it (a server that does not speak it).  A forger sends its record
     whatever the proof says."""
     pn = os.urandom(16).hex()
-    s.sendall(f"{MAGIC} 2 hello {pn}\n".encode())
+    s.sendall(f"{MAGIC} 3 hello {pn} {mac(key, f'{MAGIC} hello {pn}'.encode())}\n".encode())
     s.settimeout(0.5)
     try:
         line = read_line(s).decode()
@@ -123,6 +127,39 @@ def idle(port, n, seconds, ready=None):
           + (f", the first after {min(closed_after):.1f} s" if closed_after else ""))
     for s in open_.values():
         s.close()
+
+
+def churn(port, keep, seconds):
+    """A stranger's flood: connections that never say a word, made as fast
+    as the kernel takes them, the oldest closed once KEEP are open (holding
+    them is what fills rank 0's table; closing them would free it)."""
+    import collections
+    import signal
+    end = time.monotonic() + seconds
+    held = collections.deque()
+    made = 0
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    # (to stdout, which the test opened: this user may write nowhere else)
+    print("churn: started", flush=True)
+    try:
+        while time.monotonic() < end:
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.setblocking(False)
+            try:
+                s.connect(("127.0.0.1", port))
+            except BlockingIOError:
+                pass
+            except OSError:
+                # nobody listens (between two rank 0s): a pause, not a spin
+                s.close()
+                time.sleep(0.01)
+                continue
+            held.append(s)
+            made += 1
+            if len(held) > keep:
+                held.popleft().close()
+    finally:
+        print(f"churn: {made} connections made", flush=True)
 
 
 SPEAKS = None  # whether rank 0 answers the handshake, from the first connection
@@ -203,6 +240,8 @@ def main():
             print(s.getsockname()[1])
     elif cmd == "forge":
         forge(int(args[0]), int(args[1]))
+    elif cmd == "churn":
+        churn(int(args[0]), int(args[1]), float(args[2]))
     elif cmd == "idle":
         idle(int(args[0]), int(args[1]), float(args[2]), *args[3:4])
     elif cmd == "flood":
