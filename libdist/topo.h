@@ -50,6 +50,11 @@ struct dist_topo {
  * included: what one step caches serves steps with other CPUs (binding
  * narrows to the step's own CPUs itself). */
 #define DIST_TOPO_WHOLE_MACHINE 0x4
+/* dist_topo_read_file only: the file, and every directory on its real path, must be
+ * root's and writable by nobody else (a directory with the sticky bit, as /var/tmp, may
+ * be: nobody else can replace root's entries there).  Whoever can write them would decide
+ * every user's binding on the node, and what root keeps of it. */
+#define DIST_TOPO_ROOT_FILE 0x8
 
 /* Load the topology: from xmlfile when given, else hwloc's usual sources
  * (HWLOC_XMLFILE in the environment, or the live machine).  0 on success;
@@ -132,7 +137,8 @@ extern int dist_topo_file_timeout_ms;
  * there and 0 is returned.  Otherwise 1, with hwloc's export of what it read in *xml
  * (malloc'ed, NUL-terminated, *len without the NUL); or -1 with the reason in err, which
  * names the file as "label=path": hwloc refused it, crashed on it (a corrupt file), it is
- * not a regular file, or the child took longer than the deadline. */
+ * not a regular file, it or a directory on its path is not root's alone (with
+ * DIST_TOPO_ROOT_FILE), or the child took longer than the deadline. */
 int dist_topo_read_file (const char *label, const char *path, unsigned flags,
                          dist_topo_want_fn want, void *arg, char **xml, size_t *len, char *err,
                          size_t errsz);

@@ -15,6 +15,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -47,13 +48,64 @@ static void child_refuses (int fd, const char *why)
     _exit (sent ? 1 : 2);
 }
 
+/* Whether st (a file's or a directory's) is root's alone: owned by root, and writable by
+ * no group or other user, unless it is a directory with the sticky bit. */
+static bool roots (const struct stat *st)
+{
+    return st->st_uid == 0
+           && (!(st->st_mode & (S_IWGRP | S_IWOTH))
+               || (S_ISDIR (st->st_mode) && (st->st_mode & S_ISVTX)));
+}
+
+/* In the child: path's real path into real, when the file (st, already a regular file)
+ * and every directory on that path are root's alone; else NULL, and why in err.  The
+ * file is read by that path then: nothing on it can change but by root. */
+static const char *root_only (const char *path, const struct stat *st, char *real, char *err,
+                              size_t errsz)
+{
+    struct stat dst;
+    char *slash;
+
+    if (realpath (path, real) == NULL) {
+        snprintf (err, errsz, "cannot resolve its path: %s", strerror (errno));
+        return NULL;
+    }
+    if (!roots (st)) {
+        snprintf (err, errsz,
+                  "it is owned by uid %u with mode %04o, and whoever can write it decides "
+                  "every user's binding: make it root's, writable by root only",
+                  (unsigned) st->st_uid, (unsigned) (st->st_mode & 07777));
+        return NULL;
+    }
+    for (slash = strrchr (real, '/'); slash != NULL; slash = strrchr (real, '/')) {
+        *slash = '\0';
+        if (stat (real[0] != '\0' ? real : "/", &dst) < 0 || !roots (&dst)) {
+            const char *dir = real[0] != '\0' ? real : "/";
+            snprintf (err, errsz,
+                      "the directory %s on its path is owned by uid %u with mode %04o, and whoever "
+                      "can write it can replace the file: keep it in a directory only root can "
+                      "write",
+                      dir, (unsigned) dst.st_uid, (unsigned) (dst.st_mode & 07777));
+            return NULL;
+        }
+        if (real[0] == '\0')
+            break;
+    }
+    /* (the walk cut the path at each '/'; it is whole again) */
+    if (realpath (path, real) == NULL) {
+        snprintf (err, errsz, "cannot resolve its path: %s", strerror (errno));
+        return NULL;
+    }
+    return real;
+}
+
 /* In the child: "I dev ino size sec nsec\n" and, when asked to go on ('L'), "0" + XML or
  * "1" + the reason; then exit. */
 static void child (int fd, const char *path, unsigned flags, bool ask)
 {
     struct dist_topo t;
     struct stat st;
-    char line[160], err[512];
+    char line[160], err[PATH_MAX + 256], real[PATH_MAX];
     char *xml = NULL;
     int len = 0;
     char go = '\0';
@@ -79,6 +131,9 @@ static void child (int fd, const char *path, unsigned flags, bool ask)
     /* a FIFO or a device would hold hwloc until the deadline, for nothing */
     if (!S_ISREG (st.st_mode))
         child_refuses (fd, "it is not a regular file");
+    if ((flags & DIST_TOPO_ROOT_FILE)
+        && (path = root_only (path, &st, real, err, sizeof (err))) == NULL)
+        child_refuses (fd, err);
     if (ask) {
         snprintf (line, sizeof (line), "I %llu %llu %lld %lld %ld\n",
                   (unsigned long long) st.st_dev, (unsigned long long) st.st_ino,

@@ -133,10 +133,13 @@ const struct dist_topo *dist_topology_load (struct node_topology *nt, bool need_
 /* Where it came from, and in words for verbose ("from this node's cache" ...). */
 enum topo_source dist_topology_source (const struct node_topology *nt);
 const char *dist_topology_said (const struct node_topology *nt);
-/* Planning is over: what need not be saved is let go. */
+/* Planning is over (user_init): what need not be saved is let go, and what a save needs
+ * from the host's mount namespace is taken now. */
 void dist_topology_planned (struct node_topology *nt);
 /* As root (task_init_privileged): save what later steps can read. */
 void dist_topology_save (struct node_topology *nt);
+/* In each task (task_init_privileged), after any save: let go of what the save needed. */
+void dist_topology_task_done (struct node_topology *nt);
 void dist_topology_free (struct node_topology *nt);
 
 /* bind.c: GPU/CPU/NIC binding, planned once per node, applied per task

@@ -366,6 +366,8 @@ void dist_train_remote_task_init_privileged (spank_t sp)
     if (planned (node) && spank_get_item (sp, S_TASK_ID, &local_rank) == ESPANK_SUCCESS
         && local_rank == 0)
         dist_topology_save (node->topology);
+    if (node != NULL)
+        dist_topology_task_done (node->topology);
 }
 
 /* What task_init knows of its task. */

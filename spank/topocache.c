@@ -13,7 +13,12 @@
  * which must not become every later step's.
  * It is written atomically (a temporary file renamed into place) by root,
  * from the forked task of local rank 0 before it drops its privileges: the
- * step's own loading runs as the user, who cannot write there.  A step with
+ * step's own loading runs as the user, who cannot write there.  By then
+ * another plugin may have moved the task into a container's mount namespace,
+ * where the user chose what /run and /proc are: so the directory above the
+ * cache is opened, and the boot id read, in user_init (slurmstepd, the
+ * host's namespace), and the task names nothing by path, only relative to
+ * that descriptor.  A step with
  * no GPUs and no NICs to place never starts hwloc's I/O discovery.
  * A site's file (plugstack topology=) is read by hwloc in a child process
  * the first time (libdist/topofile.c), and what hwloc made of it is kept
@@ -27,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -42,6 +48,7 @@
 #define DIST_TRAIN_CACHE_DIR "/run/slurm-dist-train"
 #endif
 #define CACHE_DIR DIST_TRAIN_CACHE_DIR
+#define CACHE_PARENT_MAX 256
 #define CACHE_FILE_MAX (16 << 20) /* hundreds of PCI devices take ~1 MB */
 /* Two files for each slurmd of the host: a host with many (a test cluster) stays well
  * below; more than this is not ours to add to. */
@@ -70,20 +77,45 @@ static int read_boot_id (char *id, size_t size)
  * slurmstepd from slurmd's configuration before any plugin runs), so only slurmd's names
  * for its nodes are ever written.  kind: "topology" (the live machine's) or
  * "site-topology" (the checked copy of plugstack topology= or HWLOC_XMLFILE). */
-static int cache_path (char *path, size_t size, const char *kind)
+static int cache_name (char *name, size_t size, const char *kind)
 {
-    const char *name = getenv ("SLURMD_NODENAME");
+    const char *node = getenv ("SLURMD_NODENAME");
     const char *c;
     int n;
 
-    if (name == NULL || name[0] == '\0' || name[0] == '.' || strlen (name) > 64)
+    if (node == NULL || node[0] == '\0' || node[0] == '.' || strlen (node) > 64)
         return -1;
-    for (c = name; *c != '\0'; c++)
+    for (c = node; *c != '\0'; c++)
         if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9')
               || *c == '-' || *c == '_' || *c == '.'))
             return -1;
-    n = snprintf (path, size, "%s/%s-%s.xml", CACHE_DIR, kind, name);
+    n = snprintf (name, size, "%s-%s.xml", kind, node);
     return n < 0 || (size_t) n >= size ? -1 : 0;
+}
+
+static int cache_path (char *path, size_t size, const char *kind)
+{
+    char name[128];
+    int n;
+
+    if (cache_name (name, sizeof (name), kind) < 0)
+        return -1;
+    n = snprintf (path, size, "%s/%s", CACHE_DIR, name);
+    return n < 0 || (size_t) n >= size ? -1 : 0;
+}
+
+/* CACHE_DIR as the directory above it and its own name ("/run", "slurm-dist-train"). */
+static int cache_dir_split (char parent[CACHE_PARENT_MAX], const char **base)
+{
+    const char *dir = CACHE_DIR, *slash = strrchr (dir, '/');
+    size_t at;
+
+    if (slash == NULL || slash[1] == '\0' || (at = (size_t) (slash - dir)) >= CACHE_PARENT_MAX)
+        return -1;
+    /* ("/cache": the root is the parent) */
+    snprintf (parent, CACHE_PARENT_MAX, "%.*s", at > 0 ? (int) at : 1, dir);
+    *base = slash + 1;
+    return 0;
 }
 
 /* The cache's text (malloc'ed, NUL-terminated; *len without the NUL), only
@@ -221,6 +253,8 @@ struct node_topology {
     enum topo_source source;
     struct dist_topo topo; /* loaded when source is not TOPO_NONE */
     bool loaded;
+    int parent_fd; /* the directory above CACHE_DIR, opened in user_init for the save; -1 */
+    char live_key[DIST_TOPO_CACHE_KEY_MAX]; /* a live load's cache key, "" none */
     struct { /* the checked copy of the site's file this step made */
         char *xml;
         size_t len;
@@ -283,12 +317,15 @@ static enum topo_source load_site_file (struct node_topology *nt, const char *la
     char *xml = NULL;
     int got;
 
-    got = dist_topo_read_file (label, file, DIST_TOPO_IO, site_export_wanted, &r, &xml, &len, why,
-                               sizeof (why));
+    got = dist_topo_read_file (label, file, DIST_TOPO_IO | DIST_TOPO_ROOT_FILE, site_export_wanted,
+                               &r, &xml, &len, why, sizeof (why));
     if (got == 0)
         return TOPO_SITE_COPY;
     if (got < 0) {
         snprintf (err, errsz, "%s (check it with dist-train-plan --topology)", why);
+        /* (the site's file is the admin's: the node's log names what is wrong with it, not
+         * only the step's warning to its user) */
+        slurm_info ("%s: %s", PLUGIN_NAME, err);
         return TOPO_NONE;
     }
     if (dist_topo_load_xml (&nt->topo, xml, len + 1, DIST_TOPO_IO, err, errsz) < 0) {
@@ -358,8 +395,10 @@ struct node_topology *dist_topology_new (const struct dist_config *cfg)
 {
     struct node_topology *nt = calloc (1, sizeof (*nt));
 
-    if (nt != NULL)
+    if (nt != NULL) {
         nt->site_file = cfg->topology;
+        nt->parent_fd = -1;
+    }
     return nt;
 }
 
@@ -395,12 +434,43 @@ const char *dist_topology_said (const struct node_topology *nt)
     return source_said[nt->source];
 }
 
+static bool is_live (const struct node_topology *nt)
+{
+    return nt->loaded && (nt->source == TOPO_LIVE || nt->source == TOPO_LIVE_IO);
+}
+
 void dist_topology_planned (struct node_topology *nt)
 {
+    char parent[CACHE_PARENT_MAX], boot[64];
+    const char *base;
+
     /* a live load is kept for local rank 0's task to save, as root */
-    if (nt->loaded && nt->source != TOPO_LIVE && nt->source != TOPO_LIVE_IO) {
+    if (nt->loaded && !is_live (nt)) {
         dist_topo_destroy (&nt->topo);
         nt->loaded = false;
+    }
+    if (nt->site_copy.xml == NULL && !is_live (nt))
+        return;
+    /* what the save needs from the host, taken here, in slurmstepd: the task that saves
+     * may be in a container's mount namespace by then (see the top of this file).  (O_PATH:
+     * this runs as the user, who may not read the directory; the task, as root, opens what
+     * is below it.) */
+    if (is_live (nt)
+        && (read_boot_id (boot, sizeof (boot)) < 0
+            || dist_topo_cache_key (nt->live_key, sizeof (nt->live_key), boot,
+                                    hwloc_get_api_version (), nt->source == TOPO_LIVE_IO)
+                   < 0))
+        nt->live_key[0] = '\0';
+    if (cache_dir_split (parent, &base) == 0)
+        nt->parent_fd = open (parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
+}
+
+void dist_topology_task_done (struct node_topology *nt)
+{
+    /* (every task has it from slurmstepd: none keeps a way into the host's /run) */
+    if (nt != NULL && nt->parent_fd >= 0) {
+        close (nt->parent_fd);
+        nt->parent_fd = -1;
     }
 }
 
@@ -410,19 +480,30 @@ void dist_topology_free (struct node_topology *nt)
         return;
     if (nt->loaded)
         dist_topo_destroy (&nt->topo);
+    dist_topology_task_done (nt);
     free (nt->site_copy.xml);
     free (nt);
 }
 
-/* Write buf and then seal into path through a temporary file in the same
- * directory. */
-static int write_atomically (const char *path, const char *buf, size_t len, const char *seal)
+/* Write buf and then seal into the directory dfd as name, through a temporary file
+ * there. */
+static int write_atomically (int dfd, const char *name, const char *buf, size_t len,
+                             const char *seal)
 {
-    char tmp[256];
-    int fd;
+    unsigned char rnd[6];
+    char tmp[32];
+    int fd = -1, tries;
 
-    if (snprintf (tmp, sizeof (tmp), "%s/.topology-XXXXXX", CACHE_DIR) >= (int) sizeof (tmp)
-        || (fd = mkostemp (tmp, O_CLOEXEC)) < 0)
+    for (tries = 0; tries < 8 && fd < 0; tries++) {
+        if (getrandom (rnd, sizeof (rnd), 0) != (ssize_t) sizeof (rnd))
+            return -1;
+        snprintf (tmp, sizeof (tmp), ".topology-%02x%02x%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2],
+                  rnd[3], rnd[4], rnd[5]);
+        fd = openat (dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0 && errno != EEXIST)
+            return -1;
+    }
+    if (fd < 0)
         return -1;
     if (fchmod (fd, 0644) < 0 || dist_write_all (fd, buf, len) < 0
         || dist_write_all (fd, seal, strlen (seal)) < 0)
@@ -431,29 +512,34 @@ static int write_atomically (const char *path, const char *buf, size_t len, cons
         fd = -1;
         goto fail;
     }
-    if (rename (tmp, path) == 0)
+    if (renameat (dfd, tmp, dfd, name) == 0)
         return 0;
     fd = -1;
 fail:
     if (fd >= 0)
         close (fd);
-    unlink (tmp);
+    unlinkat (dfd, tmp, 0);
     return -1;
 }
 
 /* The cache directory, root's and searchable by everyone (every user's steps read it),
- * as an open descriptor; -1 when nothing may be written there.  Local rank 0's task makes
- * it with the job user's umask: its mode is set, not left to that. */
-static int cache_dir (void)
+ * as an open descriptor; -1 when nothing may be written there.  Made below parent_fd
+ * (the directory above it, opened in user_init) by local rank 0's task, with the job
+ * user's umask: its mode is set, not left to that. */
+static int cache_dir (int parent_fd)
 {
+    char parent[CACHE_PARENT_MAX];
+    const char *base;
     struct stat st;
     bool made;
     int fd;
 
-    made = mkdir (CACHE_DIR, 0755) == 0;
+    if (parent_fd < 0 || cache_dir_split (parent, &base) < 0)
+        return -1;
+    made = mkdirat (parent_fd, base, 0755) == 0;
     if (!made && errno != EEXIST)
         return -1;
-    if ((fd = open (CACHE_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+    if ((fd = openat (parent_fd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
         return -1;
     if (made)
         (void) fchmod (fd, 0755);
@@ -515,30 +601,30 @@ static bool cache_has_room (int dfd, const char *name, size_t len)
 }
 
 /* As root: len bytes of xml sealed with key into the cache file of kind. */
-static void save_sealed (const char *kind, const char *xml, size_t len, const char *key)
+static void save_sealed (int parent_fd, const char *kind, const char *xml, size_t len,
+                         const char *key)
 {
-    char path[256], seal[DIST_TOPO_CACHE_KEY_MAX + 128];
+    char name[128], seal[DIST_TOPO_CACHE_KEY_MAX + 128];
     int dfd;
 
-    if (geteuid () != 0 || len == 0 || cache_path (path, sizeof (path), kind) < 0
-        || (dfd = cache_dir ()) < 0)
+    if (geteuid () != 0 || len == 0 || key[0] == '\0' || cache_name (name, sizeof (name), kind) < 0
+        || (dfd = cache_dir (parent_fd)) < 0)
         return;
-    if (cache_has_room (dfd, strrchr (path, '/') + 1, len)
+    if (cache_has_room (dfd, name, len)
         && dist_topo_cache_seal (xml, len, key, seal, sizeof (seal)) == 0
-        && write_atomically (path, xml, len, seal) < 0)
-        slurm_verbose ("%s: cannot write the topology cache %s: %m", PLUGIN_NAME, path);
+        && write_atomically (dfd, name, xml, len, seal) < 0)
+        slurm_verbose ("%s: cannot write the topology cache %s/%s: %m", PLUGIN_NAME, CACHE_DIR,
+                       name);
     close (dfd);
 }
 
 /* As root: the live load, for later steps. */
-static void save_live (struct dist_topo *t, bool io)
+static void save_live (int parent_fd, struct dist_topo *t, const char *key)
 {
-    char boot[64], key[DIST_TOPO_CACHE_KEY_MAX];
     char *xml = NULL;
     int len = 0;
 
-    if (read_boot_id (boot, sizeof (boot)) < 0
-        || dist_topo_cache_key (key, sizeof (key), boot, hwloc_get_api_version (), io) < 0)
+    if (key[0] == '\0')
         return;
     /* The live load ran in the saving step's cpuset, and hwloc exports that
      * as the machine's allowed CPUs: a later load would keep only those, and
@@ -553,19 +639,20 @@ static void save_live (struct dist_topo *t, bool io)
         return;
     /* (len counts the NUL, which the file does without) */
     if (len > 1)
-        save_sealed ("topology", xml, (size_t) len - 1, key);
+        save_sealed (parent_fd, "topology", xml, (size_t) len - 1, key);
     hwloc_free_xmlbuffer (t->topo, xml);
 }
 
 void dist_topology_save (struct node_topology *nt)
 {
-    if (nt == NULL || geteuid () != 0)
+    if (nt == NULL || geteuid () != 0 || nt->parent_fd < 0)
         return;
     if (nt->site_copy.xml != NULL) {
-        save_sealed ("site-topology", nt->site_copy.xml, nt->site_copy.len, nt->site_copy.key);
+        save_sealed (nt->parent_fd, "site-topology", nt->site_copy.xml, nt->site_copy.len,
+                     nt->site_copy.key);
         free (nt->site_copy.xml);
         nt->site_copy.xml = NULL;
     }
-    if (nt->loaded && (nt->source == TOPO_LIVE || nt->source == TOPO_LIVE_IO))
-        save_live (&nt->topo, nt->source == TOPO_LIVE_IO);
+    if (is_live (nt))
+        save_live (nt->parent_fd, &nt->topo, nt->live_key);
 }

@@ -208,3 +208,27 @@ run_in_container() {
     [[ $output == *"dist-train-doctor: ok: all 2 ranks on 2 nodes checked in, nothing wrong"* ]]
     [[ $(grep -c '^RANK=[01] .* SUM=3 ' <<<"$output") -eq 2 ]]
 }
+
+@test "container: a host directory mounted over /run/slurm-dist-train stays as it was; the host's cache is written" {
+    # The checked copy of topology= is saved by root, in local rank 0's task, once per
+    # boot and file: without it, this step saves one.  The user mounts a root-owned host
+    # directory where the container's cache directory would be: root must not write there.
+    local cache=/run/slurm-dist-train victim=$USER_DIR/victim
+    rm -f "$cache/site-topology-node1.xml"
+    install -d -m 755 "$victim"
+    echo kept >"$victim/kept"
+    run as_user timeout 240 srun --dist-train -w node1 -N1 -n1 --container-image="$IMAGE" \
+        --container-name="$CONTAINER_NAME" --container-mounts="$USER_DIR/prog:/dt-test,$victim:$cache" \
+        python3 /dt-test/ddp_env.py
+    echo "$output"
+    ls -la "$victim" "$cache"
+    [ "$status" -eq 0 ]
+    [[ $(grep -c '^RANK=0 ' <<<"$output") -eq 1 ]]
+    [[ $(ls -A "$victim") == kept && $(cat "$victim/kept") == kept ]]
+    [[ $(stat -c '%U %a' "$cache/site-topology-node1.xml") == "root 644" ]]
+    # and nothing of root's in the node's containers (the user's, in enroot's data path)
+    local data
+    data=$(find "$USER_DIR/tools/data" -mindepth 1 -maxdepth 1 -name 'node1-*')
+    [[ -n $data ]]
+    [[ -z $(find "$data" -xdev -uid 0 -print -quit) ]]
+}

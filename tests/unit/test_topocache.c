@@ -41,6 +41,7 @@
 #include <hwloc.h>
 
 #include "spank/dist_train.h"
+#include "libdist/io.h"
 #include "libdist/topo.h"
 
 /* The settings: topology= is the site's file. */
@@ -87,6 +88,8 @@ void slurm_info (const char *format, ...)
 
 #define CACHE "/run/slurm-dist-train"
 #define OURS CACHE "/topology-testnode.xml"
+/* a boot id the user could bind over the kernel's in a container */
+#define FAKE_BOOT "0123abcd-0123-4567-89ab-0123456789ab"
 
 #define CPUSET_V1 "/sys/fs/cgroup/cpuset"
 #define CGROUP_V2 "/sys/fs/cgroup"
@@ -243,6 +246,7 @@ static int child_saves_cache (void)
         return CHILD_AFFINITY;
     if (load (&t, false, err, sizeof (err)) != TOPO_LIVE)
         return CHILD_LOAD;
+    dist_topology_planned (t.nt);
     dist_topology_save (t.nt);
     unload (&t);
     if (access (OURS, F_OK) < 0)
@@ -336,6 +340,7 @@ static void load_and_save (void)
     struct load t;
 
     assert_int_not_equal (load (&t, false, err, sizeof (err)), TOPO_NONE);
+    dist_topology_planned (t.nt);
     dist_topology_save (t.nt);
     unload (&t);
 }
@@ -627,6 +632,7 @@ static void test_hwloc_xmlfile_checked_copy (void **state)
     if (load (&t, true, err, sizeof (err)) != TOPO_SITE_FILE)
         fail_msg ("HWLOC_XMLFILE=%s: %s", xml, err);
     assert_int_equal (t.t->ngpus, 4);
+    dist_topology_planned (t.nt);
     dist_topology_save (t.nt);
     unload (&t);
     assert_int_equal (access (CACHE "/site-topology-testnode.xml", F_OK), 0);
@@ -634,6 +640,151 @@ static void test_hwloc_xmlfile_checked_copy (void **state)
     assert_int_equal (t.t->ngpus, 4);
     unload (&t);
     unsetenv ("HWLOC_XMLFILE");
+}
+
+/* The site's file as an admin would put it: root's, 0644, in /run/site (this test's
+ * own /run). */
+static void install_site_file (void)
+{
+    const char *dir = getenv ("TOPOLOGY_DIR");
+    char src[PATH_MAX], *text;
+    size_t len;
+    int fd;
+
+    snprintf (src, sizeof (src), "%s/minicluster-4gpu.xml", dir != NULL ? dir : "tests/topologies");
+    text = dist_read_file (src, 16 << 20, DIST_FILE_ANYONE, &len);
+    assert_non_null (text);
+    (void) mkdir ("/run/site", 0755);
+    assert_int_equal (chmod ("/run/site", 0755), 0);
+    fd = open ("/run/site/node.xml", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    assert_true (fd >= 0);
+    assert_int_equal (write (fd, text, len), (ssize_t) len);
+    close (fd);
+    free (text);
+    snprintf (cfg.topology, sizeof (cfg.topology), "/run/site/node.xml");
+}
+
+/* A load of the site's file: TOPO_NONE with err containing message, or, with message
+ * NULL, the file's own topology. */
+static void expect_site (const char *message)
+{
+    char err[DIST_ERR_MAX] = "";
+    struct load t;
+    enum topo_source got = load (&t, true, err, sizeof (err));
+
+    unload (&t);
+    if (message == NULL && got != TOPO_SITE_FILE)
+        fail_msg ("the site's file was refused: %s", err);
+    if (message != NULL && (got != TOPO_NONE || strstr (err, message) == NULL))
+        fail_msg ("want a refusal saying \"%s\", got source %d: %s", message, (int) got, err);
+    /* and the node's log says it, for the admin whose file it is */
+    if (message != NULL && strstr (logged, message) == NULL)
+        fail_msg ("the node's log does not say \"%s\": %s", message, logged);
+}
+
+/* Whoever can write the site's file, or a directory on its path, decides every user's
+ * binding on the node: only a file of root's, in directories only root can write (or
+ * sticky ones), is read. */
+static void test_site_file_must_be_roots (void **state)
+{
+    (void) state;
+    install_site_file ();
+    expect_site (NULL);
+    assert_int_equal (chown ("/run/site/node.xml", 65534, 65534), 0);
+    expect_site ("topology=/run/site/node.xml: it is owned by uid 65534 with mode 0644");
+    assert_int_equal (chown ("/run/site/node.xml", 0, 0), 0);
+    assert_int_equal (chmod ("/run/site/node.xml", 0664), 0);
+    expect_site ("it is owned by uid 0 with mode 0664");
+    assert_int_equal (chmod ("/run/site/node.xml", 0644), 0);
+    assert_int_equal (chmod ("/run/site", 0777), 0);
+    expect_site ("the directory /run/site on its path is owned by uid 0 with mode 0777");
+    assert_int_equal (chown ("/run/site", 65534, 65534), 0);
+    assert_int_equal (chmod ("/run/site", 0755), 0);
+    expect_site ("the directory /run/site on its path is owned by uid 65534");
+    /* a sticky directory of root's, as /var/tmp: nobody else can replace root's file */
+    assert_int_equal (chown ("/run/site", 0, 0), 0);
+    assert_int_equal (chmod ("/run/site", 01777), 0);
+    expect_site (NULL);
+    /* through a link, the real path is what is checked */
+    assert_int_equal (mkdir ("/run/open", 0777), 0);
+    assert_int_equal (chmod ("/run/open", 0777), 0);
+    assert_int_equal (rename ("/run/site/node.xml", "/run/open/node.xml"), 0);
+    assert_int_equal (symlink ("/run/open/node.xml", "/run/site/node.xml"), 0);
+    expect_site ("the directory /run/open on its path");
+    unlink ("/run/site/node.xml");
+    unlink ("/run/open/node.xml");
+    rmdir ("/run/open");
+}
+
+/* A task that another plugin moved into a container's mount namespace before it saves
+ * (task_init_privileged): the user chose what /run and /proc are there.  The child
+ * plans (user_init, the host's namespace), then enters a namespace of its own with a
+ * "container's" /run holding an empty slurm-dist-train, and a boot id file of the
+ * user's bound over the kernel's, and saves.  What it wrote must be in the host's
+ * directory, keyed by the host's boot id, and nothing in the container's. */
+enum { SAVE_OK, SAVE_LOAD, SAVE_NAMESPACE, SAVE_CONTAINER_TOUCHED };
+
+static int child_saves_from_a_container (void)
+{
+    char err[DIST_ERR_MAX];
+    struct load t;
+    int fd, entries = 0;
+    struct dirent *de;
+    DIR *d;
+
+    alarm (30);
+    if (load (&t, false, err, sizeof (err)) != TOPO_LIVE)
+        return SAVE_LOAD;
+    dist_topology_planned (t.nt);
+    /* the container: its own /run, with the directory a --container-mounts would give,
+     * and /proc/sys/kernel/random/boot_id bound to a file of its own */
+    if (unshare (CLONE_NEWNS) < 0 || mount (NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0
+        || mount ("dist-train-container", "/run", "tmpfs", 0, "mode=0755,size=1m") < 0
+        || mkdir ("/run/slurm-dist-train", 0755) < 0
+        || (fd = open ("/run/boot_id", O_WRONLY | O_CREAT | O_CLOEXEC, 0400)) < 0
+        || write (fd, FAKE_BOOT "\n", strlen (FAKE_BOOT) + 1) != (ssize_t) strlen (FAKE_BOOT) + 1
+        || close (fd) < 0
+        || mount ("/run/boot_id", "/proc/sys/kernel/random/boot_id", NULL, MS_BIND, NULL) < 0)
+        return SAVE_NAMESPACE;
+    dist_topology_save (t.nt);
+    dist_topology_task_done (t.nt);
+    unload (&t);
+    if ((d = opendir ("/run/slurm-dist-train")) == NULL)
+        return SAVE_NAMESPACE;
+    while ((de = readdir (d)) != NULL)
+        entries += de->d_name[0] != '.' || strncmp (de->d_name, ".topology-", 10) == 0;
+    closedir (d);
+    return entries == 0 ? SAVE_OK : SAVE_CONTAINER_TOUCHED;
+}
+
+static void test_save_stays_in_the_hosts_namespace (void **state)
+{
+    const char *what[] = {"ok", "the live load failed", "cannot make the container's namespace",
+                          "the save wrote into the container's /run/slurm-dist-train"};
+    char boot[64], *text;
+    size_t len;
+    int status;
+    pid_t pid;
+
+    (void) state;
+    assert_int_equal (read_file ("/proc/sys/kernel/random", "boot_id", boot, sizeof (boot)), 0);
+    assert_string_not_equal (boot, FAKE_BOOT);
+    pid = fork ();
+    assert_true (pid >= 0);
+    if (pid == 0)
+        _exit (child_saves_from_a_container ());
+    assert_int_equal (waitpid (pid, &status, 0), pid);
+    if (!WIFEXITED (status) || WEXITSTATUS (status) >= sizeof (what) / sizeof (what[0]))
+        fail_msg ("the child ended with wait status 0x%x", (unsigned) status);
+    if (WEXITSTATUS (status) != SAVE_OK)
+        fail_msg ("%s", what[WEXITSTATUS (status)]);
+    /* the host's cache, sealed with the host's boot id */
+    text = dist_read_file (OURS, 16 << 20, DIST_FILE_ROOT_ONLY, &len);
+    if (text == NULL)
+        fail_msg ("the host's %s was not written", OURS);
+    if (strstr (text, boot) == NULL || strstr (text, FAKE_BOOT) != NULL)
+        fail_msg ("the cache is not keyed by the host's boot id %s", boot);
+    free (text);
 }
 
 int main (void)
@@ -652,6 +803,8 @@ int main (void)
         cmocka_unit_test_setup_teardown (test_hwloc_xmlfile_on_a_hung_mount, fresh_cache, unhang),
         cmocka_unit_test_setup_teardown (test_site_file_fifo, fresh_cache, unhang),
         cmocka_unit_test_setup (test_hwloc_xmlfile_checked_copy, fresh_cache),
+        cmocka_unit_test_setup (test_save_stays_in_the_hosts_namespace, fresh_cache),
+        cmocka_unit_test_setup (test_site_file_must_be_roots, fresh_cache),
     };
     cpu_set_t mask;
 
