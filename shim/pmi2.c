@@ -148,6 +148,16 @@ static int recv_answer (const char *cmd, uint64_t seq)
     return DTSHIM_OK;
 }
 
+/* The last answer for a message: the server's text, its first 200 bytes, each that is not
+ * printable as '?'. */
+static const char *answer_shown (void)
+{
+    static char shown[201];
+
+    shim_pmi2_shown (conn.answer, conn.answer_len, shown, sizeof (shown));
+    return shown;
+}
+
 /* Whether the last answer is cmd-response with rc=0. */
 static int answer_ok (const char *cmd)
 {
@@ -155,7 +165,7 @@ static int answer_ok (const char *cmd)
 
     snprintf (want, sizeof (want), "%s-response", cmd);
     if (!shim_pmi2_ok (conn.answer, conn.answer_len, want))
-        return shim_fail (DTSHIM_ERR_PMIX, "PMI-2: %s failed: %.200s", cmd, conn.answer);
+        return shim_fail (DTSHIM_ERR_PMIX, "PMI-2: %s failed: %s", cmd, answer_shown ());
     return DTSHIM_OK;
 }
 
@@ -219,11 +229,11 @@ int shim_pmi2_found_value (const char *cmd, char **value)
 
     *value = NULL;
     if (!shim_pmi2_field (conn.answer, conn.answer_len, "found", &v, &n))
-        return shim_fail (DTSHIM_ERR_PMIX, "PMI-2: %s: no found= in %.200s", cmd, conn.answer);
+        return shim_fail (DTSHIM_ERR_PMIX, "PMI-2: %s: no found= in %s", cmd, answer_shown ());
     if (n == 5 && memcmp (v, "FALSE", 5) == 0)
         return DTSHIM_OK;
     if (!shim_pmi2_field (conn.answer, conn.answer_len, "value", &v, &n))
-        return shim_fail (DTSHIM_ERR_PMIX, "PMI-2: %s: no value in %.200s", cmd, conn.answer);
+        return shim_fail (DTSHIM_ERR_PMIX, "PMI-2: %s: no value in %s", cmd, answer_shown ());
     *value = (char *) v;
     (*value)[n] = '\0';
     return DTSHIM_OK;
@@ -296,11 +306,12 @@ static int read_mapping (int *chief_node)
         return DTSHIM_ERR_NO_MEMORY;
     if (shim_pmi2_mapping (value, strlen (value), shim_world.size, shim_world.size - 1, node_of)
         != 0) {
+        char shown[201];
         free (node_of);
+        shim_pmi2_shown (value, strlen (value), shown, sizeof (shown));
         return shim_fail (DTSHIM_ERR_PMIX,
-                          "PMI-2: PMI_process_mapping=%.200s: not a mapping of "
-                          "%d ranks",
-                          value, shim_world.size);
+                          "PMI-2: PMI_process_mapping=%s: not a mapping of %d ranks", shown,
+                          shim_world.size);
     }
     shim_world.node_rank = node_of[shim_world.transport_rank];
     shim_world.local_rank = shim_world.local_size = 0;
@@ -392,8 +403,6 @@ int shim_pmi2_connect (void)
 {
     const char *fd_text = getenv ("PMI_FD"), *jobid = getenv ("PMI_JOBID"), *rank_text;
     const char *fields[6];
-    const char *v;
-    size_t n;
     int fd, rv, rank, chief_node = 0;
 
     if (conn.used)
@@ -417,11 +426,16 @@ int shim_pmi2_connect (void)
     conn.used = true;
     if ((rv = call ("fullinit", fields, 6, 0)) != DTSHIM_OK)
         goto fail;
-    if (!shim_pmi2_field (conn.answer, conn.answer_len, "rank", &v, &n)
-        || sscanf (v, "%d", &shim_world.transport_rank) != 1 || shim_world.transport_rank != rank
-        || !shim_pmi2_field (conn.answer, conn.answer_len, "size", &v, &n)
-        || sscanf (v, "%d", &shim_world.size) != 1 || shim_world.size <= rank) {
-        rv = shim_fail (DTSHIM_ERR_PMIX, "PMI-2: fullinit: %.200s", conn.answer);
+    /* (size bounds what the mapping takes: an int per rank) */
+    if (!shim_pmi2_int_field (conn.answer, conn.answer_len, "rank", 0, SHIM_PMI2_SIZE_MAX,
+                              &shim_world.transport_rank)
+        || shim_world.transport_rank != rank
+        || !shim_pmi2_int_field (conn.answer, conn.answer_len, "size", 1, SHIM_PMI2_SIZE_MAX,
+                                 &shim_world.size)
+        || shim_world.size <= rank) {
+        rv =
+            shim_fail (DTSHIM_ERR_PMIX, "PMI-2: fullinit: %s (not this rank, or a size of 1 to %d)",
+                       answer_shown (), SHIM_PMI2_SIZE_MAX);
         goto fail;
     }
     if ((rv = read_mapping (&chief_node)) != DTSHIM_OK

@@ -212,37 +212,73 @@ static bool triple (const char **p, const char *end, int size, int max_node, lon
            && *start + *nodes <= max_node + 1L;
 }
 
-/* One pass of the vector's triples from first to its ")" and the end of the text, placing
- * ranks from *placed up to size; false when it is not that or places nothing. */
-static bool mapping_pass (const char *first, const char *end, int size, int max_node, int *node_of,
-                          int *placed)
-{
-    const char *p;
-    long start, nodes, depth;
-    bool any = false;
-
-    for (p = first; !literal (&p, end, ")");) {
-        if (!triple (&p, end, size, max_node, &start, &nodes, &depth))
-            return false;
-        for (long nd = start; nd < start + nodes && *placed < size; nd++) {
-            for (long d = 0; d < depth && *placed < size; d++)
-                node_of[(*placed)++] = (int) nd;
-        }
-        any = any || (nodes > 0 && depth > 0);
-    }
-    return p == end && any;
-}
+/* A triple that places ranks: depth ranks on each of nodes nodes from start. */
+struct mapping_triple {
+    int start, nodes, depth;
+};
 
 int shim_pmi2_mapping (const char *text, size_t len, int size, int max_node, int *node_of)
 {
     const char *end = text + len, *p = text;
+    struct mapping_triple *t;
+    size_t n = 0, i;
+    long start, nodes, depth;
     int placed = 0;
 
     if (size <= 0 || !literal (&p, end, "(vector"))
         return -1;
-    while (placed < size) {
-        if (!mapping_pass (p, end, size, max_node, node_of, &placed))
+    /* The triples once, without those that place nothing: each pass over the rest then
+     * places a rank per triple at least, so the passes cost the ranks placed and the
+     * triples, not their product.  (Each triple takes 8 characters at least.) */
+    if ((t = malloc ((len / 8 + 1) * sizeof (*t))) == NULL)
+        return -1;
+    while (!literal (&p, end, ")")) {
+        if (!triple (&p, end, size, max_node, &start, &nodes, &depth)) {
+            free (t);
             return -1;
+        }
+        if (nodes > 0 && depth > 0)
+            t[n++] = (struct mapping_triple){(int) start, (int) nodes, (int) depth};
     }
+    if (p != end || n == 0) {
+        free (t);
+        return -1;
+    }
+    while (placed < size)
+        for (i = 0; i < n && placed < size; i++)
+            for (int nd = t[i].start; nd < t[i].start + t[i].nodes && placed < size; nd++)
+                for (int d = 0; d < t[i].depth && placed < size; d++)
+                    node_of[placed++] = nd;
+    free (t);
     return 0;
+}
+
+bool shim_pmi2_int_field (const char *body, size_t len, const char *key, int lo, int hi, int *out)
+{
+    const char *v;
+    size_t n, i;
+    long value = 0;
+
+    if (!shim_pmi2_field (body, len, key, &v, &n) || n == 0 || n > 10)
+        return false;
+    for (i = 0; i < n; i++) {
+        if (!isdigit ((unsigned char) v[i]))
+            return false;
+        value = value * 10 + (v[i] - '0');
+    }
+    if (value < lo || value > hi)
+        return false;
+    *out = (int) value;
+    return true;
+}
+
+void shim_pmi2_shown (const char *text, size_t len, char *out, size_t size)
+{
+    size_t i;
+
+    if (size == 0)
+        return;
+    for (i = 0; i < len && i + 1 < size; i++)
+        out[i] = isprint ((unsigned char) text[i]) ? text[i] : '?';
+    out[i] = '\0';
 }

@@ -27,6 +27,9 @@
  * every fence carries each node's values through srun: a frame of 1 MiB is 1,366 values per
  * rank. Larger payloads are refused (DTSHIM_ERR_TOO_LARGE); PMIx carries up to 1 GiB. */
 #define SHIM_PMI2_MAX_PAYLOAD ((size_t) 1 << 20)
+/* The most ranks a server may say a job has: 16 Mi, far past any Slurm step, and 64 MiB
+ * for the node of each. */
+#define SHIM_PMI2_SIZE_MAX (1 << 24)
 
 /* The KVS key of chunk i of rank's frames: "dtshim.<rank>" for the first, "dtshim.<rank>.<i>"
  * for the others. Every collective puts its frame under the same keys again: Slurm's KVS
@@ -67,5 +70,13 @@ bool shim_pmi2_ok (const char *body, size_t len, const char *cmd);
  * node_of has size entries. -1 for anything else: not this form, a node id beyond max_node,
  * a vector that places nothing. */
 int shim_pmi2_mapping (const char *text, size_t len, int size, int max_node, int *node_of);
+
+/* Field key of a response body as a decimal number from lo to hi (no sign, at most 10
+ * digits); false for anything else. */
+bool shim_pmi2_int_field (const char *body, size_t len, const char *key, int lo, int hi, int *out);
+
+/* Server text (len bytes) for a message: at most size - 1 bytes, each one that is not
+ * printable as '?'. */
+void shim_pmi2_shown (const char *text, size_t len, char *out, size_t size);
 
 #endif

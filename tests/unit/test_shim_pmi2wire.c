@@ -6,7 +6,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -176,12 +178,75 @@ static void mappings (void **state)
     assert_int_equal (shim_pmi2_mapping ("(vector,(0,3,1))", 16, 0, 15, out), -1);
 }
 
+/* A server's rank and size: decimal, bounded, whole; never wrapped around (a size of
+ * 99999999999 must not become 1,215,752,191 ranks and a 4.5 GiB allocation). */
+static void int_fields (void **state)
+{
+    const char *ok = "cmd=fullinit-response;rc=0;rank=3;size=16777216;";
+    const char *bad[] = {
+        "cmd=fullinit-response;rc=0;size=99999999999;",
+        "cmd=fullinit-response;rc=0;size=2147483648;",
+        "cmd=fullinit-response;rc=0;size=16777217;",
+        "cmd=fullinit-response;rc=0;size=-4;",
+        "cmd=fullinit-response;rc=0;size=+4;",
+        "cmd=fullinit-response;rc=0;size= 4;",
+        "cmd=fullinit-response;rc=0;size=4x;",
+        "cmd=fullinit-response;rc=0;size=;",
+        "cmd=fullinit-response;rc=0;size=0;",
+    };
+    char shown[8];
+    int v = -1;
+
+    (void) state;
+    assert_true (shim_pmi2_int_field (ok, strlen (ok), "rank", 0, SHIM_PMI2_SIZE_MAX, &v));
+    assert_int_equal (v, 3);
+    assert_true (shim_pmi2_int_field (ok, strlen (ok), "size", 1, SHIM_PMI2_SIZE_MAX, &v));
+    assert_int_equal (v, 1 << 24);
+    for (size_t i = 0; i < sizeof (bad) / sizeof (bad[0]); i++) {
+        v = -1;
+        assert_false (
+            shim_pmi2_int_field (bad[i], strlen (bad[i]), "size", 1, SHIM_PMI2_SIZE_MAX, &v));
+        assert_int_equal (v, -1);
+    }
+    /* a server's text in a message: bounded, and nothing a terminal would act on */
+    shim_pmi2_shown ("ab\033[2Jcdefgh", 13, shown, sizeof (shown));
+    assert_string_equal (shown, "ab?[2Jc");
+}
+
+/* The passes over a mapping cost the ranks placed and the triples, not their product: a
+ * vector of 100,000 triples that place nothing and one that places one rank, for a million
+ * ranks, took 10^11 steps when each pass parsed the text again and walked the empty ones.
+ * (Bounded by the alarm: slower than that fails.) */
+static void mapping_passes_are_linear (void **state)
+{
+    const int size = 1000000, empty = 100000;
+    size_t len = 0, cap = (size_t) empty * 12 + 64;
+    char *text = malloc (cap);
+    int *node_of = malloc ((size_t) size * sizeof (*node_of));
+
+    (void) state;
+    assert_non_null (text);
+    assert_non_null (node_of);
+    len += (size_t) snprintf (text + len, cap - len, "(vector");
+    for (int i = 0; i < empty; i++)
+        len += (size_t) snprintf (text + len, cap - len, ",(%d,7,0)", i % 1000);
+    len += (size_t) snprintf (text + len, cap - len, ",(5,1,1))");
+    alarm (20);
+    assert_int_equal (shim_pmi2_mapping (text, len, size, size - 1, node_of), 0);
+    alarm (0);
+    assert_int_equal (node_of[0], 5);
+    assert_int_equal (node_of[size - 1], 5);
+    free (text);
+    free (node_of);
+}
+
 int main (void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test (requests_are_framed), cmocka_unit_test (answer_headers),
         cmocka_unit_test (answer_fields),       cmocka_unit_test (values_round_trip),
         cmocka_unit_test (keys_and_chunks),     cmocka_unit_test (mappings),
+        cmocka_unit_test (int_fields),          cmocka_unit_test (mapping_passes_are_linear),
     };
 
     return cmocka_run_group_tests (tests, NULL, NULL);
