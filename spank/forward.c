@@ -4,12 +4,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <string.h>
 #include <sys/ioctl.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -39,36 +38,41 @@ static ssize_t write_no_sigpipe (int fd, const void *buf, size_t len)
 }
 
 /* Where the line goes: slurmstepd's fd 2, which is task 0's stderr pipe (or
- * the file or FIFO of --error), shared with the task and blocking.  A write
- * there may wait forever (srun stopped while task 0 floods the pipe, a FIFO
- * nobody reads), and slurmstepd would then never reap its tasks: the node
- * drains.  So the line goes out only if it fits at once, or not at all (srun
- * still reports the task).  For a pipe, through an open file of our own that
- * does not block (the task's stays as it is): a write of at most PIPE_BUF
- * bytes then goes whole or fails, whoever else writes.  Elsewhere, when a
- * zero-timeout poll says it is writable.  Returns whether it went out. */
+ * the file, FIFO or terminal of --error or --pty), shared with the task and
+ * blocking.  A write there may wait forever (srun stopped while task 0
+ * floods the pipe, a FIFO nobody reads), and slurmstepd would then never
+ * reap its tasks: the node drains.  So the line goes out only if it fits at
+ * once, or not at all (srun still reports the task, and slurmd's log has the
+ * line).  And only to the pipe slurmstepd made: what fd 2 is comes from the
+ * name of its link in /proc, which the kernel tells without asking the file.
+ * A file of the user's can block even fstat and poll, or the write after a
+ * poll that said there is room: a FUSE mount that never answers, a hung NFS
+ * mount, a terminal whose other end the user holds still.  The pipe is
+ * written through an open file of our own that does not block (the task's
+ * stays as it is): a write of at most PIPE_BUF bytes then goes whole or
+ * fails, whoever else writes.  Returns whether it went out. */
 bool dist_train_stderr_line (const char *msg, size_t len)
 {
-    struct pollfd pfd = {.fd = STDERR_FILENO, .events = POLLOUT};
-    struct stat sb;
+    char target[32];
+    ssize_t n;
     bool written;
     int fd;
 
-    if (len > PIPE_BUF || fstat (STDERR_FILENO, &sb) < 0)
+    if (len > PIPE_BUF)
         return false;
-    if (S_ISFIFO (sb.st_mode)) {
-        /* (ENXIO for a FIFO that no one has open for reading) */
-        fd = open ("/proc/self/fd/2", O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-        if (fd < 0)
-            return false;
-        written = write_no_sigpipe (fd, msg, len) == (ssize_t) len;
-        close (fd);
-        return written;
-    }
-    if (poll (&pfd, 1, 0) != 1 || (pfd.revents & (POLLERR | POLLHUP | POLLNVAL))
-        || !(pfd.revents & POLLOUT))
+    n = readlink ("/proc/self/fd/2", target, sizeof (target) - 1);
+    if (n < 0)
         return false;
-    return write_no_sigpipe (STDERR_FILENO, msg, len) == (ssize_t) len;
+    target[n] = '\0';
+    if (strncmp (target, "pipe:[", 6) != 0)
+        return false;
+    /* (ENXIO when the pipe has no reader) */
+    fd = open ("/proc/self/fd/2", O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    written = write_no_sigpipe (fd, msg, len) == (ssize_t) len;
+    close (fd);
+    return written;
 }
 
 /* The step's stderr is a pipe that slurmstepd's I/O thread forwards to

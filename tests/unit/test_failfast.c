@@ -180,8 +180,10 @@ static void test_pipe_without_reader (void **state)
     close (p[1]);
 }
 
-/* --error FILE: the line is appended after what the tasks wrote, never over it. */
-static void test_regular_file_appended (void **state)
+/* --error FILE: a file of the user's could block even the fstat and the poll (a FUSE
+ * mount that never answers, a hung NFS mount): it is never touched, and what the tasks
+ * wrote stays as it was (slurmd's log has the line; srun reports the task). */
+static void test_regular_file_untouched (void **state)
 {
     char path[] = "/tmp/test_failfast_XXXXXX", buf[1024];
     int fd;
@@ -194,11 +196,54 @@ static void test_regular_file_appended (void **state)
     assert_int_equal (write (fd, "the task's own line\n", 20), 20);
     (void) task_exit_in_child (fd, 4, 7 << 8);
     n = pread (fd, buf, sizeof (buf) - 1, 0);
-    assert_true (n > 20);
-    buf[n] = '\0';
-    assert_memory_equal (
-        buf, "the task's own line\ndist-train: rank 4 on node7 exited with status 7", 68);
+    assert_int_equal (n, 20);
     close (fd);
+}
+
+/* --pty, or --error naming a terminal: a terminal whose other end the user holds can take
+ * a line after a poll said there was room, and still block the write.  Not written. */
+static void test_terminal_untouched (void **state)
+{
+    char out[512];
+    int master, slave;
+
+    (void) state;
+    master = posix_openpt (O_RDWR | O_NOCTTY | O_CLOEXEC);
+    assert_true (master >= 0);
+    assert_int_equal (grantpt (master), 0);
+    assert_int_equal (unlockpt (master), 0);
+    slave = open (ptsname (master), O_RDWR | O_NOCTTY | O_CLOEXEC);
+    assert_true (slave >= 0);
+    fcntl (master, F_SETFL, fcntl (master, F_GETFL) | O_NONBLOCK);
+    (void) task_exit_in_child (slave, 4, 7 << 8);
+    drain (master, out, sizeof (out));
+    assert_null (strstr (out, "dist-train"));
+    close (slave);
+    close (master);
+}
+
+/* --error naming a FIFO: its open goes through the path's file system (a FUSE mount can
+ * hold it).  Not written, even with a reader there. */
+static void test_named_fifo_untouched (void **state)
+{
+    char dir[] = "/tmp/test_failfast_XXXXXX", path[64], out[512];
+    int r, w;
+
+    (void) state;
+    assert_non_null (mkdtemp (dir));
+    snprintf (path, sizeof (path), "%s/fifo", dir);
+    assert_int_equal (mkfifo (path, 0600), 0);
+    r = open (path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    assert_true (r >= 0);
+    w = open (path, O_WRONLY | O_CLOEXEC);
+    assert_true (w >= 0);
+    (void) task_exit_in_child (w, 4, 7 << 8);
+    drain (r, out, sizeof (out));
+    assert_null (strstr (out, "dist-train"));
+    close (w);
+    close (r);
+    unlink (path);
+    rmdir (dir);
 }
 
 /* Ranks Slurm stopped are not named: death by SIGTERM, and the shell's
@@ -238,7 +283,9 @@ int main (void)
         cmocka_unit_test_setup (test_failed_rank_named, setup),
         cmocka_unit_test_setup (test_full_pipe_does_not_block, setup),
         cmocka_unit_test_setup (test_pipe_without_reader, setup),
-        cmocka_unit_test_setup (test_regular_file_appended, setup),
+        cmocka_unit_test_setup (test_regular_file_untouched, setup),
+        cmocka_unit_test_setup (test_terminal_untouched, setup),
+        cmocka_unit_test_setup (test_named_fifo_untouched, setup),
         cmocka_unit_test_setup (test_stopped_ranks_not_named, setup),
     };
 
