@@ -18,4 +18,11 @@ bool dist_address_is_loopback (const struct sockaddr *sa);
  * Returns -1 when there is none (only loopback or link-local). */
 int dist_address_pick (const struct addrinfo *list, char *out, size_t outsz);
 
+/* The same choice among the addresses that a hosts file's text (len bytes, as
+ * /etc/hosts: "ADDRESS NAME ALIAS...", '#' comments) gives name (compared without
+ * case); -1 when it gives none that is usable.  slurmstepd reads names only so: a name
+ * that takes DNS could hold it for the resolver's whole timeout. */
+int dist_address_from_hosts (const char *text, size_t len, const char *name, char *out,
+                             size_t outsz);
+
 #endif /* DIST_ADDRESS_H */

@@ -10,6 +10,7 @@
  * kill-on-bad-exit, armed here.
  */
 #include <errno.h>
+#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 
 #include "compat.h"
 #include "dist_train.h"
+#include "libdist/address.h"
 #include "libdist/handover.h"
 #include "libdist/netgroup.h"
 
@@ -145,21 +147,32 @@ static int read_step_layout (const struct dist_config *cfg, struct dist_handover
     return 0;
 }
 
-/* Slurm's NodeAddr for a node into addr ("" when it is the name itself or
- * unknown): one RPC. */
+/* Rank 0's node's address into addr: Slurm's NodeAddr for it (one RPC), else its name,
+ * resolved to a number here; "" when neither tells one. */
 static void node_addr (const char *node, char *addr, size_t addrsz)
 {
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+    struct addrinfo *list = NULL;
     node_info_msg_t *msg = NULL;
     char name[DIST_NODE_MAX];
 
     addr[0] = '\0';
     snprintf (name, sizeof (name), "%s", node);
-    if (slurm_load_node_single (&msg, name, SHOW_ALL) != SLURM_SUCCESS || msg == NULL)
-        return;
-    if (msg->record_count == 1 && msg->node_array[0].node_addr != NULL
-        && strcmp (msg->node_array[0].node_addr, node) != 0)
-        snprintf (addr, addrsz, "%s", msg->node_array[0].node_addr);
-    slurm_free_node_info_msg (msg);
+    if (slurm_load_node_single (&msg, name, SHOW_ALL) == SLURM_SUCCESS && msg != NULL) {
+        if (msg->record_count == 1 && msg->node_array[0].node_addr != NULL)
+            snprintf (name, sizeof (name), "%s", msg->node_array[0].node_addr);
+        slurm_free_node_info_msg (msg);
+    }
+    /* As a number: slurmstepd resolves no name but /etc/hosts' (network.c), and DNS is
+     * the user's own process's to wait on, here.  Unresolved, Slurm's NodeAddr goes as it
+     * is, for the nodes' /etc/hosts. */
+    if (getaddrinfo (name, NULL, &hints, &list) == 0) {
+        if (dist_address_pick (list, addr, addrsz) < 0)
+            addr[0] = '\0';
+        freeaddrinfo (list);
+    }
+    if (addr[0] == '\0' && strcmp (name, node) != 0)
+        snprintf (addr, addrsz, "%s", name);
 }
 
 int dist_train_local_check (const struct dist_config *cfg)

@@ -2,9 +2,9 @@
  * Runs once per node per step, in slurmstepd, as the user: no RPC here. */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -12,8 +12,9 @@
 #include <slurm/slurm.h>
 
 #include "dist_train.h"
-#include "libdist/netif.h"
 #include "libdist/address.h"
+#include "libdist/io.h"
+#include "libdist/netif.h"
 
 /* Fill a sockaddr for a numeric address; 0 on success. */
 static int to_sockaddr (const char *addr, uint16_t port, struct sockaddr_storage *ss,
@@ -38,18 +39,29 @@ static int to_sockaddr (const char *addr, uint16_t port, struct sockaddr_storage
     return -1;
 }
 
-/* A usable address for a name: 0, or -1 when it does not resolve or
- * resolves only to loopback. */
+/* A usable address for a numeric address or a name of /etc/hosts: 0, or -1 when it is
+ * neither or only loopback.  Never DNS: this runs in slurmstepd's main thread, and a name
+ * the user chose (MASTER_ADDR, or a forged hand-over) whose server never answers would hold
+ * it for the resolver's whole timeout, and a cancel meanwhile drains the node.  srun
+ * resolves rank 0's address and hands it over as a number (local.c). */
 static int lookup (const char *name, char *addr, size_t addrsz)
 {
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
-    struct addrinfo *list = NULL;
+    struct sockaddr_storage ss;
+    socklen_t len;
+    size_t hlen;
+    char *hosts;
     int rc;
 
-    if (getaddrinfo (name, NULL, &hints, &list) != 0)
+    if (to_sockaddr (name, 0, &ss, &len) == 0) {
+        if (dist_address_is_loopback ((struct sockaddr *) &ss) || strlen (name) >= addrsz)
+            return -1;
+        snprintf (addr, addrsz, "%s", name);
+        return 0;
+    }
+    if ((hosts = dist_read_file ("/etc/hosts", 1 << 20, DIST_FILE_ANYONE, &hlen)) == NULL)
         return -1;
-    rc = dist_address_pick (list, addr, addrsz);
-    freeaddrinfo (list);
+    rc = dist_address_from_hosts (hosts, hlen, name, addr, addrsz);
+    free (hosts);
     return rc;
 }
 
@@ -143,9 +155,10 @@ int dist_train_resolve_master (spank_t sp, const char *node, const char *node_ad
             return 0;
     }
     snprintf (err, errsz,
-              "no usable address for rank 0's node '%.64s': its name does not resolve "
-              "or resolves only to loopback (an /etc/hosts '127.0.1.1' line?), and "
-              "Slurm's NodeAddr does not help; set MASTER_ADDR to its address",
+              "no usable address for rank 0's node '%.64s': /etc/hosts here has none "
+              "but loopback for it (a '127.0.1.1' line?), and srun handed over no address "
+              "of it (from Slurm's NodeAddr, or its name resolved where srun runs); set "
+              "MASTER_ADDR to its address",
               node);
     return -1;
 }

@@ -97,6 +97,51 @@ static void test_is_loopback (void **state)
     assert_false (dist_address_is_loopback (l.ai[4].ai_addr));
 }
 
+/* slurmstepd reads names from /etc/hosts alone: the usual file, aliases, comments, case,
+ * Debian's 127.0.1.1 line, IPv6, and lines that are not addresses. */
+static void test_from_hosts (void **state)
+{
+    const char hosts[] = "127.0.0.1\tlocalhost\n"
+                         "127.0.1.1 node1.cluster node1 # Debian's own line\n"
+                         "# 10.9.9.9 node1\n"
+                         "10.0.0.1 node1.cluster node1\n"
+                         "  10.0.0.2\tNode2 n2   \r\n"
+                         "fd00::3 node3\n"
+                         "fe80::4 node4\n"
+                         "not-an-address node5\n"
+                         "10.0.0.6 node6-longer node66\n"
+                         "10.0.0.7 node7";
+    char out[DIST_ADDR_MAX];
+
+    (void) state;
+    assert_int_equal (dist_address_from_hosts (hosts, strlen (hosts), "node1", out, sizeof (out)),
+                      0);
+    assert_string_equal (out, "10.0.0.1");
+    assert_int_equal (
+        dist_address_from_hosts (hosts, strlen (hosts), "NODE1.cluster", out, sizeof (out)), 0);
+    assert_string_equal (out, "10.0.0.1");
+    assert_int_equal (dist_address_from_hosts (hosts, strlen (hosts), "n2", out, sizeof (out)), 0);
+    assert_string_equal (out, "10.0.0.2");
+    assert_int_equal (dist_address_from_hosts (hosts, strlen (hosts), "node3", out, sizeof (out)),
+                      0);
+    assert_string_equal (out, "fd00::3");
+    assert_int_equal (dist_address_from_hosts (hosts, strlen (hosts), "node7", out, sizeof (out)),
+                      0);
+    assert_string_equal (out, "10.0.0.7");
+    /* only loopback, link-local, no address, a part of a name, a comment, none */
+    assert_int_equal (
+        dist_address_from_hosts (hosts, strlen (hosts), "localhost", out, sizeof (out)), -1);
+    assert_int_equal (dist_address_from_hosts (hosts, strlen (hosts), "node4", out, sizeof (out)),
+                      -1);
+    assert_int_equal (dist_address_from_hosts (hosts, strlen (hosts), "node5", out, sizeof (out)),
+                      -1);
+    assert_int_equal (dist_address_from_hosts (hosts, strlen (hosts), "node6", out, sizeof (out)),
+                      -1);
+    assert_int_equal (dist_address_from_hosts (hosts, strlen (hosts), "node9", out, sizeof (out)),
+                      -1);
+    assert_int_equal (dist_address_from_hosts ("", 0, "node1", out, sizeof (out)), -1);
+}
+
 int main (void)
 {
     const struct CMUnitTest tests[] = {
@@ -105,6 +150,7 @@ int main (void)
         cmocka_unit_test (test_ipv4_preferred),
         cmocka_unit_test (test_ipv6_global_used_when_alone),
         cmocka_unit_test (test_is_loopback),
+        cmocka_unit_test (test_from_hosts),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }
