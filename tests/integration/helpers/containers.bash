@@ -5,7 +5,8 @@
 # thirdparty_dir: where the archives are (scripts/lib.sh says how it looks)
 # shellcheck source=../../../scripts/lib.sh
 source "$TOP/scripts/lib.sh"
-PYXIS_ARCHIVE=pyxis-0.9.1.tar.gz
+# (PYXIS_ARCHIVE=pyxis-0.24.0.tar.gz runs the file against the current release)
+PYXIS_ARCHIVE=${PYXIS_ARCHIVE:-pyxis-0.9.1.tar.gz}
 ENROOT_ARCHIVE=enroot-4.1.2.tar.gz
 
 # build_container_tools SRC DIR: enroot into DIR/enroot and pyxis into
