@@ -96,6 +96,38 @@ static int fits (int n, size_t size)
     return n < 0 || (size_t) n >= size ? -1 : n;
 }
 
+/* The hello's and the proof's shape: MAGIC WORD NONCE MAC, the MAC over head. */
+static int nonce_line_format (const struct doctor_key *key, const char *word, const char *head,
+                              const char *nonce, char *buf, size_t size)
+{
+    char mac[DOCTOR_MAC_HEX + 1];
+
+    if (mac_of (key, head, NULL, 0, mac) < 0)
+        return -1;
+    return fits (snprintf (buf, size, MAGIC "%s %s %s\n", word, nonce, mac), size);
+}
+
+/* Such a line read back: its nonce, and where its MAC is in text (size
+ * DOCTOR_AUTH_LINE_MAX); -1 when it is not one with word. */
+static int nonce_line_parse (const char *word, const char *line, size_t len, char *text,
+                             char nonce[DOCTOR_NONCE_HEX + 1], const char **mac)
+{
+    const size_t plen = strlen (MAGIC) + strlen (word) + 1;
+    const char *p = text + plen;
+
+    if (line_text (line, len, text, DOCTOR_AUTH_LINE_MAX) < 0
+        || strlen (text) != plen + DOCTOR_NONCE_HEX + 1 + DOCTOR_MAC_HEX
+        || strncmp (text, MAGIC, strlen (MAGIC)) != 0
+        || strncmp (text + strlen (MAGIC), word, strlen (word)) != 0 || text[plen - 1] != ' '
+        || !dist_lower_hex (p, DOCTOR_NONCE_HEX) || p[DOCTOR_NONCE_HEX] != ' '
+        || !dist_lower_hex (p + DOCTOR_NONCE_HEX + 1, DOCTOR_MAC_HEX))
+        return -1;
+    memcpy (nonce, p, DOCTOR_NONCE_HEX);
+    nonce[DOCTOR_NONCE_HEX] = '\0';
+    *mac = p + DOCTOR_NONCE_HEX + 1;
+    return 0;
+}
+
 static void hello_head (const char *pn, char *head, size_t size)
 {
     snprintf (head, size, MAC_LABEL "hello %.32s", pn);
@@ -103,30 +135,22 @@ static void hello_head (const char *pn, char *head, size_t size)
 
 int doctor_hello_format (const struct doctor_key *key, const char *pn, char *buf, size_t size)
 {
-    char head[DOCTOR_AUTH_LINE_MAX], mac[DOCTOR_MAC_HEX + 1];
+    char head[DOCTOR_AUTH_LINE_MAX];
 
     hello_head (pn, head, sizeof (head));
-    if (mac_of (key, head, NULL, 0, mac) < 0)
-        return -1;
-    return fits (snprintf (buf, size, MAGIC "hello %s %s\n", pn, mac), size);
+    return nonce_line_format (key, "hello", head, pn, buf, size);
 }
 
 int doctor_hello_check (const struct doctor_key *key, const char *line, size_t len,
                         char pn[DOCTOR_NONCE_HEX + 1])
 {
     char text[DOCTOR_AUTH_LINE_MAX], head[DOCTOR_AUTH_LINE_MAX], nonce[DOCTOR_NONCE_HEX + 1];
-    const size_t plen = strlen (MAGIC "hello ");
-    const char *p = text + plen;
+    const char *mac;
 
-    if (line_text (line, len, text, sizeof (text)) < 0
-        || strlen (text) != plen + DOCTOR_NONCE_HEX + 1 + DOCTOR_MAC_HEX
-        || strncmp (text, MAGIC "hello ", plen) != 0 || !dist_lower_hex (p, DOCTOR_NONCE_HEX)
-        || p[DOCTOR_NONCE_HEX] != ' ' || !dist_lower_hex (p + DOCTOR_NONCE_HEX + 1, DOCTOR_MAC_HEX))
+    if (nonce_line_parse ("hello", line, len, text, nonce, &mac) < 0)
         return -1;
-    memcpy (nonce, p, DOCTOR_NONCE_HEX);
-    nonce[DOCTOR_NONCE_HEX] = '\0';
     hello_head (nonce, head, sizeof (head));
-    if (!mac_ok (key, head, NULL, 0, p + DOCTOR_NONCE_HEX + 1))
+    if (!mac_ok (key, head, NULL, 0, mac))
         return -1;
     memcpy (pn, nonce, sizeof (nonce));
     return 0;
@@ -140,30 +164,22 @@ static void proof_head (const char *pn, const char *sn, char *head, size_t size)
 int doctor_proof_format (const struct doctor_key *key, const char *pn, const char *sn, char *buf,
                          size_t size)
 {
-    char head[DOCTOR_AUTH_LINE_MAX], mac[DOCTOR_MAC_HEX + 1];
+    char head[DOCTOR_AUTH_LINE_MAX];
 
     proof_head (pn, sn, head, sizeof (head));
-    if (mac_of (key, head, NULL, 0, mac) < 0)
-        return -1;
-    return fits (snprintf (buf, size, MAGIC "rank0 %s %s\n", sn, mac), size);
+    return nonce_line_format (key, "rank0", head, sn, buf, size);
 }
 
 int doctor_proof_check (const struct doctor_key *key, const char *pn, const char *line, size_t len,
                         char sn[DOCTOR_NONCE_HEX + 1])
 {
     char text[DOCTOR_AUTH_LINE_MAX], head[DOCTOR_AUTH_LINE_MAX], nonce[DOCTOR_NONCE_HEX + 1];
-    const size_t plen = strlen (MAGIC "rank0 ");
-    const char *p = text + plen;
+    const char *mac;
 
-    if (line_text (line, len, text, sizeof (text)) < 0
-        || strlen (text) != plen + DOCTOR_NONCE_HEX + 1 + DOCTOR_MAC_HEX
-        || strncmp (text, MAGIC "rank0 ", plen) != 0 || !dist_lower_hex (p, DOCTOR_NONCE_HEX)
-        || p[DOCTOR_NONCE_HEX] != ' ' || !dist_lower_hex (p + DOCTOR_NONCE_HEX + 1, DOCTOR_MAC_HEX))
+    if (nonce_line_parse ("rank0", line, len, text, nonce, &mac) < 0)
         return -1;
-    memcpy (nonce, p, DOCTOR_NONCE_HEX);
-    nonce[DOCTOR_NONCE_HEX] = '\0';
     proof_head (pn, nonce, head, sizeof (head));
-    if (!mac_ok (key, head, NULL, 0, p + DOCTOR_NONCE_HEX + 1))
+    if (!mac_ok (key, head, NULL, 0, mac))
         return -1;
     memcpy (sn, nonce, sizeof (nonce));
     return 0;

@@ -72,7 +72,7 @@ struct server {
     size_t world;
     struct pending *pending; /* unproven and proven, in any order */
     size_t npending, pending_max;
-    size_t nunproven, unproven_max, nproven, proven_max;
+    size_t nproven, unproven_max, proven_max; /* unproven: npending - nproven */
     struct addr_count *counts; /* count_slots slots, a power of two */
     size_t count_slots;
     struct signed_rank *ranks;
@@ -104,7 +104,6 @@ static void drop (struct server *s, size_t i)
     if (p->proven)
         s->nproven--;
     else {
-        s->nunproven--;
         s->unauthenticated++;
         doctor_set_add (s->unauthenticated_from, sizeof (s->unauthenticated_from), p->addr);
     }
@@ -174,7 +173,7 @@ static void accept_all (struct server *s)
             /* the waiting connection stays in the backlog and poll says so
              * at once: without a pause this loop would spin */
             if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-                if (s->nunproven > 0) {
+                if (s->npending > s->nproven) {
                     give_way (s);
                     continue;
                 }
@@ -182,7 +181,7 @@ static void accept_all (struct server *s)
             }
             return;
         }
-        if (s->nunproven == s->unproven_max)
+        if (s->npending - s->nproven == s->unproven_max)
             give_way (s);
         struct pending *p = &s->pending[s->npending++];
         memset (p, 0, sizeof (*p));
@@ -190,7 +189,6 @@ static void accept_all (struct server *s)
         p->stage = HELLO;
         p->since_ms = doctor_now_ms ();
         doctor_addr_text (&ss, p->addr, sizeof (p->addr));
-        s->nunproven++;
     }
 }
 
@@ -248,7 +246,6 @@ static int on_line (struct server *s, struct pending *p)
             return -1;
         }
         p->proven = true;
-        s->nunproven--;
         if (s->nproven++ == s->proven_max || doctor_nonce (p->sn) < 0
             || (n = doctor_proof_format (s->key, p->pn, p->sn, out, sizeof (out))) < 0)
             return -1;
