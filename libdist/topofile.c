@@ -64,7 +64,7 @@ static const char *root_only (const char *path, const struct stat *st, char *rea
                               size_t errsz)
 {
     struct stat dst;
-    char *slash;
+    char dir[PATH_MAX], *slash;
 
     if (realpath (path, real) == NULL) {
         snprintf (err, errsz, "cannot resolve its path: %s", strerror (errno));
@@ -77,24 +77,26 @@ static const char *root_only (const char *path, const struct stat *st, char *rea
                   (unsigned) st->st_uid, (unsigned) (st->st_mode & 07777));
         return NULL;
     }
-    for (slash = strrchr (real, '/'); slash != NULL; slash = strrchr (real, '/')) {
+    /* (each directory above it, cut from a copy of the path) */
+    memcpy (dir, real, strlen (real) + 1);
+    for (slash = strrchr (dir, '/'); slash != NULL; slash = strrchr (dir, '/')) {
         *slash = '\0';
-        if (stat (real[0] != '\0' ? real : "/", &dst) < 0 || !roots (&dst)) {
-            const char *dir = real[0] != '\0' ? real : "/";
+        if (stat (dir[0] != '\0' ? dir : "/", &dst) < 0) {
+            snprintf (err, errsz, "cannot read the directory %s on its path: %s", dir,
+                      strerror (errno));
+            return NULL;
+        }
+        if (!roots (&dst)) {
             snprintf (err, errsz,
                       "the directory %s on its path is owned by uid %u with mode %04o, and whoever "
                       "can write it can replace the file: keep it in a directory only root can "
                       "write",
-                      dir, (unsigned) dst.st_uid, (unsigned) (dst.st_mode & 07777));
+                      dir[0] != '\0' ? dir : "/", (unsigned) dst.st_uid,
+                      (unsigned) (dst.st_mode & 07777));
             return NULL;
         }
-        if (real[0] == '\0')
+        if (dir[0] == '\0')
             break;
-    }
-    /* (the walk cut the path at each '/'; it is whole again) */
-    if (realpath (path, real) == NULL) {
-        snprintf (err, errsz, "cannot resolve its path: %s", strerror (errno));
-        return NULL;
     }
     return real;
 }

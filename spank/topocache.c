@@ -131,15 +131,15 @@ static char *read_cache (const char *path, size_t *len)
     return xml;
 }
 
-static bool load_cache (struct dist_topo *t, bool need_io)
+static bool load_cache (struct dist_topo *t, const char *boot, bool need_io)
 {
-    char path[256], boot[64], err[DIST_ERR_MAX], key[DIST_TOPO_CACHE_KEY_MAX];
+    char path[256], err[DIST_ERR_MAX], key[DIST_TOPO_CACHE_KEY_MAX];
     size_t len;
     long xmllen;
     char *text;
     bool ok;
 
-    if (read_boot_id (boot, sizeof (boot)) < 0 || cache_path (path, sizeof (path), "topology") < 0
+    if (boot[0] == '\0' || cache_path (path, sizeof (path), "topology") < 0
         || (text = read_cache (path, &len)) == NULL)
         return false;
     /* stale, foreign or corrupt: never handed to hwloc's parser */
@@ -253,6 +253,7 @@ struct node_topology {
     enum topo_source source;
     struct dist_topo topo; /* loaded when source is not TOPO_NONE */
     bool loaded;
+    char boot[64]; /* the kernel's boot id, read once in user_init; "" unknown */
     int parent_fd; /* the directory above CACHE_DIR, opened in user_init for the save; -1 */
     char live_key[DIST_TOPO_CACHE_KEY_MAX]; /* a live load's cache key, "" none */
     struct { /* the checked copy of the site's file this step made */
@@ -288,6 +289,7 @@ static bool load_site_copy (struct dist_topo *t, const char *want)
  * this very file's, loaded into t (and the child stops); else the key a new copy gets. */
 struct site_read {
     struct dist_topo *t;
+    const char *boot;
     bool have_key;
     char key[DIST_TOPO_CACHE_KEY_MAX];
 };
@@ -295,10 +297,9 @@ struct site_read {
 static bool site_export_wanted (const struct dist_topo_file_id *id, void *arg)
 {
     struct site_read *r = arg;
-    char boot[64];
 
-    r->have_key = read_boot_id (boot, sizeof (boot)) == 0
-                  && dist_topo_site_key (r->key, sizeof (r->key), boot, hwloc_get_api_version (),
+    r->have_key = r->boot[0] != '\0'
+                  && dist_topo_site_key (r->key, sizeof (r->key), r->boot, hwloc_get_api_version (),
                                          id->dev, id->ino, id->size, id->mtime_s, id->mtime_ns)
                          == 0;
     return !(r->have_key && load_site_copy (r->t, r->key));
@@ -311,7 +312,7 @@ static bool site_export_wanted (const struct dist_topo_file_id *id, void *arg)
 static enum topo_source load_site_file (struct node_topology *nt, const char *label,
                                         const char *file, char *err, size_t errsz)
 {
-    struct site_read r = {.t = &nt->topo};
+    struct site_read r = {.t = &nt->topo, .boot = nt->boot};
     char why[DIST_ERR_MAX];
     size_t len = 0;
     char *xml = NULL;
@@ -368,7 +369,7 @@ static enum topo_source from_hwloc_xmlfile (struct node_topology *nt, bool need_
 
 static enum topo_source from_cache (struct node_topology *nt, bool need_io, char *err, size_t errsz)
 {
-    return load_cache (&nt->topo, need_io) ? TOPO_CACHE : TOPO_NONE;
+    return load_cache (&nt->topo, nt->boot, need_io) ? TOPO_CACHE : TOPO_NONE;
 }
 
 /* the machine itself; PCI discovery only for GPUs or NICs to place */
@@ -410,6 +411,9 @@ const struct dist_topo *dist_topology_load (struct node_topology *nt, bool need_
     if (nt->loaded)
         return &nt->topo;
     err[0] = '\0';
+    /* (every source's key and the save's have it: read once, here in slurmstepd) */
+    if (read_boot_id (nt->boot, sizeof (nt->boot)) < 0)
+        nt->boot[0] = '\0';
     /* hwloc parses what hwloc wrote (our cache, the child's export) with no plugins */
     plugins_load (PLUGINS_EXPORTS);
     for (i = 0; i < sizeof (sources) / sizeof (sources[0]) && err[0] == '\0'; i++) {
@@ -441,7 +445,7 @@ static bool is_live (const struct node_topology *nt)
 
 void dist_topology_planned (struct node_topology *nt)
 {
-    char parent[CACHE_PARENT_MAX], boot[64];
+    char parent[CACHE_PARENT_MAX];
     const char *base;
 
     /* a live load is kept for local rank 0's task to save, as root */
@@ -456,8 +460,8 @@ void dist_topology_planned (struct node_topology *nt)
      * this runs as the user, who may not read the directory; the task, as root, opens what
      * is below it.) */
     if (is_live (nt)
-        && (read_boot_id (boot, sizeof (boot)) < 0
-            || dist_topo_cache_key (nt->live_key, sizeof (nt->live_key), boot,
+        && (nt->boot[0] == '\0'
+            || dist_topo_cache_key (nt->live_key, sizeof (nt->live_key), nt->boot,
                                     hwloc_get_api_version (), nt->source == TOPO_LIVE_IO)
                    < 0))
         nt->live_key[0] = '\0';
