@@ -447,6 +447,9 @@ static int abort_step (int victim)
 
     check (dtshim_barrier (), "dtshim_barrier");
     printf ("rank %d: ready\n", rank);
+    /* Every rank's line is written before the victim ends the step, so a line that
+     * is missing means a rank never got here, not that the kill outran its printf. */
+    check (dtshim_barrier (), "dtshim_barrier");
     if (rank == victim) {
         rv = dtshim_abort (3, "shim_check: aborting the step");
         printf ("FAIL rank %d: dtshim_abort returned %d (%s)\n", rank, rv, dtshim_last_error ());
