@@ -12,6 +12,7 @@ import gc
 import hashlib
 import os
 import socket
+import sys
 
 import torch
 import torch.distributed as dist
@@ -105,6 +106,13 @@ def main():
     # have finished.
     gc.collect()
     dist.destroy_process_group()
+    # Every result is printed and the group is gone: what is left is the
+    # interpreter's teardown of PyTorch's threads and atexit hooks, and a rank
+    # has still been seen to hang after its last line (PyTorch 2.x, Python
+    # 3.14), holding the whole step until its time limit. Leave without it.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":

@@ -309,7 +309,8 @@ static const struct word words[] = {
     {"nproc", SETTING, set_count, FIELD (nproc, FIELD_U32), .lo = 1, .hi = DIST_NPROC_MAX,
      .syntax = "N",
      .takes = "the processes a launcher starts on each node, 1 to " STR (DIST_NPROC_MAX),
-     .help = "launcher: processes per node (default: the node's GPUs, else 1)"},
+     .help = "launcher: processes per node (default: PET_NPROC_PER_NODE,\n"
+             "else the node's GPUs, else --gpus-per-node, else 1)"},
     {"rank_order", SETTING, CHOICE (rank_order_topology, FIELD_BOOL, rank_order_choices),
      .help = "RANK as Slurm numbers the tasks (slurm, the default), or\n"
              "with the nodes of each leaf switch or block holding\n"

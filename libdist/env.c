@@ -6,14 +6,19 @@
 
 #include "env.h"
 
+const struct dist_var_info dist_task_vars[DIST_VAR_COUNT] = {
+#define INFO(id, name, overwrite, profiles) [DIST_VAR_##id] = {name, overwrite, profiles},
+    DIST_TASK_VARS (INFO)
+#undef INFO
+};
+
 struct env_builder {
     struct dist_var *out;
     size_t n;
 };
 
 /* A string variable; one with no value (an unknown interface) is left out. */
-static void put_str (struct env_builder *b, const char *name, enum dist_overwrite overwrite,
-                     const char *value)
+static void put_str (struct env_builder *b, enum dist_var_id id, const char *value)
 {
     struct dist_var *v;
 
@@ -21,71 +26,72 @@ static void put_str (struct env_builder *b, const char *name, enum dist_overwrit
     if (value[0] == '\0' || b->n >= DIST_ENV_MAX)
         return;
     v = &b->out[b->n++];
-    v->name = name;
-    v->overwrite = overwrite;
+    v->id = id;
     snprintf (v->value, sizeof (v->value), "%s", value);
 }
 
-static void put_num (struct env_builder *b, const char *name, enum dist_overwrite overwrite,
-                     unsigned long value)
+static void put_num (struct env_builder *b, enum dist_var_id id, unsigned long value)
 {
     char buf[24];
     snprintf (buf, sizeof (buf), "%lu", value);
-    put_str (b, name, overwrite, buf);
+    put_str (b, id, buf);
 }
 
 /* A number whose 0 means "off": left out then. */
-static void put_pos (struct env_builder *b, const char *name, enum dist_overwrite overwrite,
-                     unsigned long value)
+static void put_pos (struct env_builder *b, enum dist_var_id id, unsigned long value)
 {
     if (value > 0)
-        put_num (b, name, overwrite, value);
+        put_num (b, id, value);
 }
 
-/* Each profile is a list of its variables, VAR (kind, name, overwrite, value), made
+/* Each profile is a list of its variables, VAR (kind, id, value), made
  * of the parts below: the one list both sets them (SET, in dist_env_build, where the
  * values' names are in scope) and counts them (COUNT), so that no profile can
  * outgrow the caller's array of DIST_ENV_MAX without this file failing to compile.
  * kind is str, num or pos (put_str, put_num, put_pos). */
-#define SET(kind, name, overwrite, value) put_##kind (&b, name, overwrite, value);
-#define COUNT(kind, name, overwrite, value) +1
+#define SET(kind, id, value) put_##kind (&b, DIST_VAR_##id, value);
+#define COUNT(kind, id, value) +1
 
 /* What every profile gets: the interface that reaches rank 0, the shim's watchdog; and
  * the plugin's own choices under names a user does not set, so that dist-train-doctor
  * can compare them with NCCL's, gloo's and the kernel's. */
 #define COMMON_VARS(VAR)                                                                           \
-    VAR (str, "NCCL_SOCKET_IFNAME", DIST_DEFAULT, step->ifname)                                    \
-    VAR (str, "GLOO_SOCKET_IFNAME", DIST_DEFAULT, step->ifname)                                    \
-    VAR (pos, "DIST_TRAIN_WATCHDOG", DIST_DEFAULT, step->watchdog_s)                               \
-    VAR (str, "DIST_TRAIN_IFNAME", DIST_FACT, step->ifname)                                        \
-    VAR (str, "DIST_TRAIN_PORT_RANGE", DIST_FACT, ports)
+    VAR (str, NCCL_SOCKET_IFNAME, step->ifname)                                                    \
+    VAR (str, GLOO_SOCKET_IFNAME, step->ifname)                                                    \
+    VAR (pos, WATCHDOG, step->watchdog_s)                                                          \
+    VAR (str, IFNAME, step->ifname)                                                                \
+    VAR (str, PORT_RANGE, ports)
 
 /* The ranks of one task per rank: submitit's export() writes them itself. */
 #define RANK_VARS(VAR)                                                                             \
-    VAR (num, "RANK", DIST_FACT, rank)                                                             \
-    VAR (num, "LOCAL_RANK", DIST_FACT, local_rank)                                                 \
-    VAR (num, "WORLD_SIZE", DIST_FACT, step->world_size)                                           \
-    VAR (num, "LOCAL_WORLD_SIZE", DIST_FACT, step->local_world_size)
+    VAR (num, RANK, rank)                                                                          \
+    VAR (num, LOCAL_RANK, local_rank)                                                              \
+    VAR (num, WORLD_SIZE, step->world_size)                                                        \
+    VAR (num, LOCAL_WORLD_SIZE, step->local_world_size)
 
 #define NODE_VARS(VAR)                                                                             \
-    VAR (num, "GROUP_RANK", DIST_FACT, step->node_rank)                                            \
-    VAR (num, "NODE_RANK", DIST_FACT, step->node_rank)                                             \
-    VAR (num, "GROUP_WORLD_SIZE", DIST_FACT, step->node_count)
+    VAR (num, GROUP_RANK, step->node_rank)                                                         \
+    VAR (num, NODE_RANK, step->node_rank)                                                          \
+    VAR (num, GROUP_WORLD_SIZE, step->node_count)
 
 #define MASTER_VARS(VAR)                                                                           \
-    VAR (str, "MASTER_ADDR", DIST_DEFAULT, step->master_addr)                                      \
-    VAR (num, "MASTER_PORT", DIST_DEFAULT, step->master_port)
+    VAR (str, MASTER_ADDR, step->master_addr)                                                      \
+    VAR (num, MASTER_PORT, step->master_port)
 
 /* submitit's rank 0 under our own names (its export() refuses to replace
  * MASTER_*): the plugin's answer, for the program to hand to submitit. */
 #define SUBMITIT_MASTER_VARS(VAR)                                                                  \
-    VAR (str, "DIST_TRAIN_MASTER_ADDR", DIST_FACT, step->master_addr)                              \
-    VAR (num, "DIST_TRAIN_MASTER_PORT", DIST_FACT, step->master_port)
+    VAR (str, SUBMITIT_MASTER_ADDR, step->master_addr)                                             \
+    VAR (num, SUBMITIT_MASTER_PORT, step->master_port)
 
 #define THREAD_VARS(VAR)                                                                           \
-    VAR (num, "OMP_NUM_THREADS", DIST_DEFAULT, step->cpus_per_task > 0 ? step->cpus_per_task : 1)
+    VAR (num, OMP_NUM_THREADS, step->cpus_per_task > 0 ? step->cpus_per_task : 1)
 
-#define NCCL_VARS(VAR) VAR (str, "TORCH_NCCL_ASYNC_ERROR_HANDLING", DIST_DEFAULT, "1")
+/* The step's own port for NCCL's RAS client socket: its default is one port per node
+ * for every step.  Not tf's: its tasks take MASTER_PORT and the ports after it. */
+#define RAS_VARS(VAR) VAR (str, NCCL_RAS_ADDR, ras)
+
+#define NCCL_VARS(VAR) VAR (str, TORCH_NCCL_ASYNC_ERROR_HANDLING, "1") RAS_VARS (VAR)
 
 /* What one task per rank gets. */
 #define GENERIC_VARS(VAR)                                                                          \
@@ -93,16 +99,16 @@ static void put_pos (struct env_builder *b, const char *name, enum dist_overwrit
 
 /* torchrun's own variables. */
 #define ROLE_VARS(VAR)                                                                             \
-    VAR (str, "ROLE_NAME", DIST_FACT, "default")                                                   \
-    VAR (num, "ROLE_RANK", DIST_FACT, rank)                                                        \
-    VAR (num, "ROLE_WORLD_SIZE", DIST_FACT, step->world_size)
+    VAR (str, ROLE_NAME, "default")                                                                \
+    VAR (num, ROLE_RANK, rank)                                                                     \
+    VAR (num, ROLE_WORLD_SIZE, step->world_size)
 
 /* They tell torch (is_torchelastic_launched()) and Lightning that torchrun
  * started the task. */
 #define ELASTIC_VARS(VAR)                                                                          \
-    VAR (str, "TORCHELASTIC_RUN_ID", DIST_FACT, run)                                               \
-    VAR (num, "TORCHELASTIC_RESTART_COUNT", DIST_FACT, step->restart_count)                        \
-    VAR (num, "TORCHELASTIC_MAX_RESTARTS", DIST_DEFAULT, 0)
+    VAR (str, TORCHELASTIC_RUN_ID, run)                                                            \
+    VAR (num, TORCHELASTIC_RESTART_COUNT, step->restart_count)                                     \
+    VAR (num, TORCHELASTIC_MAX_RESTARTS, 0)
 
 #define TORCH_VARS(VAR) GENERIC_VARS (VAR) ROLE_VARS (VAR) ELASTIC_VARS (VAR) NCCL_VARS (VAR)
 
@@ -117,9 +123,10 @@ static void put_pos (struct env_builder *b, const char *name, enum dist_overwrit
 /* jax.distributed.initialize()'s coordinator and process facts. */
 #define JAX_VARS(VAR)                                                                              \
     GENERIC_VARS (VAR)                                                                             \
-    VAR (str, "JAX_COORDINATOR_ADDRESS", DIST_DEFAULT, coordinator)                                \
-    VAR (num, "JAX_NUM_PROCESSES", DIST_FACT, step->world_size)                                    \
-    VAR (num, "JAX_PROCESS_ID", DIST_FACT, rank)
+    VAR (str, JAX_COORDINATOR_ADDRESS, coordinator)                                                \
+    VAR (num, JAX_NUM_PROCESSES, step->world_size)                                                 \
+    VAR (num, JAX_PROCESS_ID, rank)                                                                \
+    RAS_VARS (VAR)
 
 #define TF_VARS(VAR) GENERIC_VARS (VAR)
 
@@ -129,19 +136,18 @@ static void put_pos (struct env_builder *b, const char *name, enum dist_overwrit
  * from these.  The sizes count the processes the launchers start, not Slurm's tasks;
  * the node's CPUs are shared by its processes (torchrun would set OMP_NUM_THREADS=1). */
 #define LAUNCHER_VARS(VAR)                                                                         \
-    VAR (num, "PET_NNODES", DIST_FACT, step->node_count)                                           \
-    VAR (num, "PET_NODE_RANK", DIST_FACT, step->node_rank)                                         \
-    VAR (num, "PET_NPROC_PER_NODE", DIST_DEFAULT, nproc)                                           \
-    VAR (str, "PET_MASTER_ADDR", DIST_DEFAULT, step->master_addr)                                  \
-    VAR (num, "PET_MASTER_PORT", DIST_DEFAULT, step->master_port)                                  \
-    VAR (str, "PET_RDZV_ID", DIST_DEFAULT, run)                                                    \
-    VAR (num, "WORLD_SIZE", DIST_FACT, (unsigned long) ((uint64_t) step->node_count * nproc))      \
-    VAR (num, "LOCAL_WORLD_SIZE", DIST_FACT, nproc)                                                \
+    VAR (num, PET_NNODES, step->node_count)                                                        \
+    VAR (num, PET_NODE_RANK, step->node_rank)                                                      \
+    VAR (num, PET_NPROC_PER_NODE, nproc)                                                           \
+    VAR (str, PET_MASTER_ADDR, step->master_addr)                                                  \
+    VAR (num, PET_MASTER_PORT, step->master_port)                                                  \
+    VAR (str, PET_RDZV_ID, run)                                                                    \
+    VAR (num, WORLD_SIZE, (unsigned long) ((uint64_t) step->node_count * nproc))                   \
+    VAR (num, LOCAL_WORLD_SIZE, nproc)                                                             \
     NODE_VARS (VAR)                                                                                \
-    VAR (num, "BASE_RANK", DIST_FACT, (unsigned long) ((uint64_t) step->node_rank * nproc))        \
+    VAR (num, BASE_RANK, (unsigned long) ((uint64_t) step->node_rank * nproc))                     \
     MASTER_VARS (VAR)                                                                              \
-    VAR (num, "OMP_NUM_THREADS", DIST_DEFAULT,                                                     \
-         step->cpus_per_task > nproc ? step->cpus_per_task / nproc : 1)                            \
+    VAR (num, OMP_NUM_THREADS, step->cpus_per_task > nproc ? step->cpus_per_task / nproc : 1)      \
     NCCL_VARS (VAR) COMMON_VARS (VAR)
 
 /* Every profile that sets variables, with its list. */
@@ -163,13 +169,15 @@ size_t dist_env_build (enum dist_profile profile, const struct dist_step *step, 
 {
     struct env_builder b = {.out = out, .n = 0};
     uint32_t nproc = step->nproc_per_node > 0 ? step->nproc_per_node : 1;
-    char run[DIST_VALUE_MAX], coordinator[DIST_VALUE_MAX], ports[16] = "";
+    char run[DIST_VALUE_MAX], coordinator[DIST_VALUE_MAX], ports[16] = "", ras[24] = "";
 
     snprintf (run, sizeof (run), "slurm-%lu.%lu", (unsigned long) step->job_id,
               (unsigned long) step->step_id);
     snprintf (coordinator, sizeof (coordinator),
               strchr (step->master_addr, ':') != NULL ? "[%s]:%u" : "%s:%u", step->master_addr,
               (unsigned) step->master_port);
+    if (step->ras_port > 0)
+        snprintf (ras, sizeof (ras), "localhost:%u", (unsigned) step->ras_port);
     if (step->port_lo > 0)
         snprintf (ports, sizeof (ports), "%u-%u", (unsigned) step->port_lo,
                   (unsigned) step->port_hi);

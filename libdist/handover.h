@@ -12,9 +12,10 @@
  * gets it (DIST_TRAIN_STEP_KEY), and only the step's tasks can read it, so
  * dist-train-doctor's ranks sign their messages with it.
  *
- * Under the arbitrary distribution srun also hands over which node runs
- * each rank, from the same answer of slurmctld, in a second variable: the
- * nodes never read SLURM_HOSTFILE, a path the user names, themselves.
+ * srun also hands over which node runs each rank, from the same answer of
+ * slurmctld, in a second variable, whatever the distribution: under -m
+ * arbitrary the nodes never read SLURM_HOSTFILE, a path the user names,
+ * themselves.
  * Both names begin with SLURM, which srun passes to the step whatever
  * --export says (--export=NONE included).
  */

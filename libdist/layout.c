@@ -107,3 +107,12 @@ int dist_layout_assign (enum dist_distribution dist, uint32_t plane_size, const 
     free (left);
     return 0;
 }
+
+void dist_step_layout_free (struct dist_step_layout *l)
+{
+    for (uint32_t i = 0; l->names != NULL && i < l->nnodes; i++)
+        free (l->names[i]);
+    free (l->names);
+    free (l->node_of_rank);
+    memset (l, 0, sizeof (*l));
+}

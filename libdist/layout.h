@@ -29,4 +29,16 @@ int dist_tasks_per_node_parse (const char *text, uint32_t *counts, size_t max);
 int dist_layout_assign (enum dist_distribution dist, uint32_t plane_size, const uint32_t *counts,
                         size_t nnodes, uint32_t *node_of_rank, size_t ntasks);
 
+/* A step's layout, as srun reads it from slurmctld and as slurmstepd reads or
+ * recomputes it: its nodes' names and the node of every Slurm rank. */
+struct dist_step_layout {
+    uint32_t nnodes;
+    uint32_t nranks;
+    char **names; /* node names, by node index (malloc'ed, each) */
+    uint32_t *node_of_rank; /* node index, by Slurm rank */
+};
+
+/* Free what a layout holds and zero it (one zeroed or freed before is fine). */
+void dist_step_layout_free (struct dist_step_layout *l);
+
 #endif /* DIST_LAYOUT_H */

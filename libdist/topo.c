@@ -1,10 +1,13 @@
 /* topo.c - load a node's topology and find its GPUs and RDMA NICs. */
+#include <dirent.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "ranges.h"
 #include "topo.h"
@@ -20,6 +23,50 @@ static bool is_gpu (hwloc_obj_t pci)
     /* NVSwitches (0x0680) and BMC graphics (other vendors) are not GPUs. */
     return pci->attr->pcidev.vendor_id == PCI_VENDOR_NVIDIA
            && (cls == PCI_CLASS_VGA || cls == PCI_CLASS_3D);
+}
+
+/* A device's sysfs attribute ("0x10de", "0x030200"), as a number; -1 when it is
+ * missing or not a number. */
+static long pci_attribute (int dir_fd, const char *device, const char *name)
+{
+    char path[NAME_MAX + 16], text[32], *end;
+    ssize_t got;
+    long value;
+    int fd;
+
+    if ((size_t) snprintf (path, sizeof (path), "%s/%s", device, name) >= sizeof (path))
+        return -1;
+    if ((fd = openat (dir_fd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) < 0)
+        return -1;
+    /* (sysfs hands over an attribute whole, in one read) */
+    got = read (fd, text, sizeof (text) - 1);
+    close (fd);
+    if (got <= 0)
+        return -1;
+    text[got] = '\0';
+    value = strtol (text, &end, 16);
+    return end != text && (*end == '\n' || *end == '\0') && value >= 0 ? value : -1;
+}
+
+bool dist_pci_has_gpu (const char *devices)
+{
+    DIR *dir = opendir (devices);
+    struct dirent *d;
+    bool found = false;
+    long cls;
+
+    if (dir == NULL)
+        return false;
+    while (!found && (d = readdir (dir)) != NULL) {
+        if (d->d_name[0] == '.'
+            || pci_attribute (dirfd (dir), d->d_name, "vendor") != PCI_VENDOR_NVIDIA)
+            continue;
+        /* sysfs gives class, subclass and interface: hwloc's class_id is the first two */
+        cls = pci_attribute (dirfd (dir), d->d_name, "class");
+        found = cls >= 0 && ((cls >> 8) == PCI_CLASS_VGA || (cls >> 8) == PCI_CLASS_3D);
+    }
+    closedir (dir);
+    return found;
 }
 
 static void format_busid (hwloc_obj_t pci, char *buf, size_t size)

@@ -164,4 +164,11 @@ int dist_topo_cores_cpuset (const struct dist_topo *t, const char *cores, hwloc_
 /* The GPU whose bus id is busid ("0000:07:00.0", case-insensitive), or -1. */
 int dist_topo_find_gpu (const struct dist_topo *t, const char *busid);
 
+/* Whether the PCI devices the kernel lists in devices (sysfs's
+ * "/sys/bus/pci/devices") hold a GPU, by the same vendor and class that
+ * hwloc's devices are taken for GPUs by: one small read per device, where
+ * hwloc's own discovery of the bus costs far more.  False when the directory
+ * cannot be read. */
+bool dist_pci_has_gpu (const char *devices);
+
 #endif /* DIST_TOPO_H */

@@ -23,7 +23,7 @@ static void fence_done (pmix_status_t status, void *cbdata)
  * than TreeWidth gets no tree: each node completes such a fence alone, while a rank of
  * another node has not called it.  A fence with data collection runs as a ring there and
  * waits for every rank; it is the barrier too, and costs what a fence without data would
- * (see the README's figures).  Where the step runs the tree for every fence, dtshim_init
+ * (see doc/shim.md's figures).  Where the step runs the tree for every fence, dtshim_init
  * refuses (DTSHIM_ERR_FENCE). */
 static int fence (uint64_t seq)
 {
@@ -228,14 +228,6 @@ static int probe (const char *key, uint64_t seq, int *any)
     shim_request_release (r);
     free (ranks);
     return rv;
-}
-
-void shim_pieces_free (struct shim_piece *pieces, int count)
-{
-    for (int i = 0; i < count; i++) {
-        free (pieces[i].bytes);
-        pieces[i].bytes = NULL;
-    }
 }
 
 /* A frame is read in two rounds of gets: the first chunk of every rank's frame, which

@@ -23,7 +23,8 @@ shim_libdtshim_la_SOURCES = \
 	shim/nccl.c \
 	libdist/address.c libdist/address.h \
 	libdist/hostlist.c libdist/hostlist.h \
-	libdist/io.c libdist/io.h
+	libdist/io.c libdist/io.h \
+	libdist/slurmconf.c libdist/slurmconf.h
 shim_libdtshim_la_CPPFLAGS = $(AM_CPPFLAGS) $(PMIX_CFLAGS) -DSLURM_SYSCONFDIR='"$(slurm_sysconfdir)"'
 shim_libdtshim_la_CFLAGS = $(AM_CFLAGS) -pthread
 shim_libdtshim_la_LIBADD = $(PMIX_LIBS) -lm
@@ -81,7 +82,7 @@ tests_unit_test_shim_local_SOURCES = tests/unit/test_shim_local.c \
 	shim/wire.c shim/pmi2wire.c shim/pmi2.c shim/pmi2kvs.c shim/world.c shim/init.c shim/pmix.c \
 	shim/collective.c shim/exchange.c shim/request.c shim/preempt.c shim/watchdog.c shim/nccl.c \
 	shim/rankmap.c shim/rankorder.c \
-	libdist/address.c libdist/hostlist.c libdist/io.c
+	libdist/address.c libdist/hostlist.c libdist/io.c libdist/slurmconf.c
 tests_unit_test_shim_local_CFLAGS = $(UNIT_COMPILEFLAGS) $(PMIX_CFLAGS) -pthread \
 	-DSLURM_SYSCONFDIR='"$(slurm_sysconfdir)"'
 tests_unit_test_shim_local_LDFLAGS = $(UNIT_LINKFLAGS) -pthread \
@@ -90,6 +91,6 @@ tests_unit_test_shim_local_LDADD = $(UNIT_LINKLIBS) $(PMIX_LIBS) -lm
 endif
 
 EXTRA_DIST += \
-	shim/README.md \
+	doc/shim.md \
 	shim/libdtshim.map \
 	python/dtshim.py.in

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "libdist/io.h"
+#include "libdist/slurmconf.h"
 #include "shim/dtshim.h"
 #include "shim/shim.h"
 #include "shim/wire.h"
@@ -112,7 +113,7 @@ static bool tree_fence (char *where, size_t len)
     snprintf (path, sizeof (path), "%.*s/mpi.conf", (int) (slash - conf), conf);
     if ((text = dist_read_file (path, MPI_CONF_MAX, DIST_FILE_ANYONE, &text_len)) == NULL)
         return false;
-    found = shim_conf_value (text, strlen (text), "PMIxCollFence", value, sizeof (value));
+    found = dist_slurm_conf_value (text, strlen (text), "PMIxCollFence", value, sizeof (value));
     free (text);
     if (!found)
         return false;

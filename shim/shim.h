@@ -102,6 +102,7 @@ struct shim_transport {
 extern const struct shim_transport shim_pmix_transport; /* exchange.c */
 extern const struct shim_transport shim_pmi2_transport; /* pmi2kvs.c */
 
+/* world.c: free what a transport's read gave */
 void shim_pieces_free (struct shim_piece *pieces, int count);
 
 /* The plugin's rank order (rankorder.c). At init, after the transport's connect: rank and

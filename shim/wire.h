@@ -81,12 +81,6 @@ int shim_parse_signal (const char *text, int *signo);
  * CHLD, URG, ALRM). */
 bool shim_signal_allowed (int signo);
 
-/* The value of key in a Slurm configuration file's text (len bytes, "Key=Value" lines, keys
- * matched without regard to case, '#' starts a comment, the last line wins), into out
- * (outlen bytes, NUL-terminated, surrounding quotes removed). false when the key is absent
- * or its value does not fit. */
-bool shim_conf_value (const char *text, size_t len, const char *key, char *out, size_t outlen);
-
 /* An integer fact as Slurm's PMIx gives it (uint16, uint32, int, ...), as a non-negative
  * int; -1 when v is not an integer type or out of range. */
 int shim_value_int (const pmix_value_t *v, int *out);

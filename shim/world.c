@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "shim/dtshim.h"
 #include "shim/shim.h"
@@ -159,4 +160,14 @@ FACT_GETTER (dtshim_node_count, node_count)
 const char *dtshim_chief_host (void)
 {
     return shim_world.initialized ? shim_world.chief_host : NULL;
+}
+
+/* (here, not in a transport: each transport's pieces and the rank order's are freed alike,
+ * and the rank order must not call into the PMIx transport that calls into it) */
+void shim_pieces_free (struct shim_piece *pieces, int count)
+{
+    for (int i = 0; i < count; i++) {
+        free (pieces[i].bytes);
+        pieces[i].bytes = NULL;
+    }
 }

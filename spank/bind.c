@@ -22,6 +22,8 @@
 #include "libdist/topo.h"
 
 #define GPU_LIST_MAX 1024
+/* the kernel's list of PCI devices, read to learn whether the machine has GPUs */
+#define PCI_DEVICES "/sys/bus/pci/devices"
 
 struct task_binding {
     char *visible; /* CUDA_VISIBLE_DEVICES, NULL = no GPUs */
@@ -315,6 +317,7 @@ struct node_binding *dist_train_bind_plan (spank_t sp, const struct dist_config 
     char tokens[DIST_GPUS_MAX][64], err[DIST_ERR_MAX];
     int index[DIST_GPUS_MAX], ngpus;
     uint32_t ntasks;
+    bool need_io;
     double t0;
 
     if (b == NULL)
@@ -332,14 +335,18 @@ struct node_binding *dist_train_bind_plan (spank_t sp, const struct dist_config 
     if (ngpus < 0)
         ngpus = 0;
     t0 = now_us ();
-    /* I/O devices only for GPUs or NICs to place */
-    if ((t = dist_topology_load (nt, ngpus > 0 || cfg->nic_auto, err, sizeof (err))) == NULL) {
+    /* I/O devices only for GPUs or NICs to place.  GPUs count only where the machine
+     * has some: Slurm sets or clears CUDA_VISIBLE_DEVICES on a node whose GPUs are
+     * its gres, but leaves the user's value in place on a node without, and the
+     * user's word alone must not make slurmstepd walk the PCI bus. */
+    need_io = cfg->nic_auto || (ngpus > 0 && dist_pci_has_gpu (PCI_DEVICES));
+    if ((t = dist_train_topology_load (nt, need_io, err, sizeof (err))) == NULL) {
         warn (b, "%.200s: not bound", err);
         return b;
     }
     b->load_us = now_us () - t0;
     plan_on (b, sp, t, ntasks, index, tokens, ngpus);
-    dist_topology_planned (nt);
+    dist_train_topology_planned (nt);
     return b;
 }
 
@@ -373,7 +380,8 @@ static void report (const struct node_binding *b, spank_t sp, bool cpus_theirs, 
         slurm_spank_log ("%s: %s: --cpu-bind given: CPUs left as Slurm bound them", PLUGIN_NAME,
                          host);
     slurm_spank_log ("%s: %s: binding planned in %.0f us (topology loaded in %.0f us, %s)",
-                     PLUGIN_NAME, host, b->plan_us, b->load_us, dist_topology_said (b->topology));
+                     PLUGIN_NAME, host, b->plan_us, b->load_us,
+                     dist_train_topology_said (b->topology));
     if (b->cpus_shared)
         slurm_spank_log ("%s: %s: more ranks than CPUs (%d ranks, %d CPUs): one CPU each, "
                          "shared evenly",
@@ -411,29 +419,29 @@ void dist_train_bind_task (const struct node_binding *b, spank_t sp, int local_r
     t0 = now_us ();
 
     if (tb->visible != NULL && !gpus_theirs && mode != DIST_BIND_CPU) {
-        spank_setenv (sp, "CUDA_VISIBLE_DEVICES", tb->visible, 1);
-        spank_setenv (sp, "CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1);
-        spank_setenv (sp, "DIST_TRAIN_GPUS", tb->gpus, 1);
+        (void) dist_train_setenv (c, sp, DIST_VAR_CUDA_VISIBLE_DEVICES, tb->visible);
+        (void) dist_train_setenv (c, sp, DIST_VAR_CUDA_DEVICE_ORDER, "PCI_BUS_ID");
+        (void) dist_train_setenv (c, sp, DIST_VAR_GPUS, tb->gpus);
         snprintf (device, sizeof (device), "%d", tb->device);
-        spank_setenv (sp, "DIST_TRAIN_DEVICE", device, 1);
+        (void) dist_train_setenv (c, sp, DIST_VAR_DEVICE, device);
     }
     if (!cpus_theirs && mode != DIST_BIND_GPU) {
         if (tb->mask != NULL && sched_setaffinity (0, tb->masksize, tb->mask) < 0)
             slurm_spank_log ("%s: warning: cannot bind local rank %d to CPUs %s: %m", PLUGIN_NAME,
                              local_rank, tb->cpus);
-        spank_setenv (sp, "DIST_TRAIN_CPUS", tb->cpus, 1);
-        spank_setenv (sp, "DIST_TRAIN_MEMS", tb->mems, 1);
+        (void) dist_train_setenv (c, sp, DIST_VAR_CPUS, tb->cpus);
+        (void) dist_train_setenv (c, sp, DIST_VAR_MEMS, tb->mems);
         if (tb->ncpus > 0)
             *omp_threads = (uint32_t) tb->ncpus;
     }
     if (tb->nic[0] != '\0') {
-        spank_setenv (sp, "DIST_TRAIN_NIC", tb->nic, 1);
+        (void) dist_train_setenv (c, sp, DIST_VAR_NIC, tb->nic);
         if (b->cfg->nic_auto) {
             char value[DIST_NICNAME_MAX + 2];
             snprintf (value, sizeof (value), "=%s", tb->nic);
-            (void) dist_container_set_default (c, sp, "NCCL_IB_HCA", value);
+            (void) dist_train_setenv (c, sp, DIST_VAR_NCCL_IB_HCA, value);
             snprintf (value, sizeof (value), "%s:1", tb->nic);
-            (void) dist_container_set_default (c, sp, "UCX_NET_DEVICES", value);
+            (void) dist_train_setenv (c, sp, DIST_VAR_UCX_NET_DEVICES, value);
         }
     }
     if (b->cfg->verbose && local_rank == 0)

@@ -25,17 +25,17 @@ int slurm_spank_init_failure_mode = ESPANK_JOB_FAILURE;
  * plugin in srun applies to this srun's step only. */
 extern slurm_conf_t slurm_conf;
 
-void dist_compat_srun_kill_on_bad_exit (void)
+void dist_train_compat_srun_kill_on_bad_exit (void)
 {
     slurm_conf.kill_on_bad_exit = 1;
 }
 
-bool dist_compat_has_prepend_task_argv (void)
+bool dist_train_compat_has_prepend_task_argv (void)
 {
     return SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM (23, 11, 0);
 }
 
-int dist_compat_prepend_task_argv (spank_t sp, int argc, const char *argv[])
+int dist_train_compat_prepend_task_argv (spank_t sp, int argc, const char *argv[])
 {
 #if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 11, 0)
     return spank_prepend_task_argv (sp, argc, argv) == ESPANK_SUCCESS ? 0 : -1;
@@ -45,7 +45,7 @@ int dist_compat_prepend_task_argv (spank_t sp, int argc, const char *argv[])
 #endif
 }
 
-bool dist_compat_has_network_topology (void)
+bool dist_train_compat_has_network_topology (void)
 {
     const char *plugin = slurm_conf.topology_plugin;
 
@@ -66,7 +66,7 @@ static void print_topology (FILE *out, topo_info_response_msg_t *msg)
 #endif
 }
 
-char *dist_compat_topology_text (void)
+char *dist_train_compat_topology_text (void)
 {
     topo_info_response_msg_t *msg = NULL;
     char *text = NULL, *len_limit;

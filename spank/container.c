@@ -37,7 +37,7 @@ static ino_t mount_ns (void)
     return stat ("/proc/self/ns/mnt", &sb) == 0 ? sb.st_ino : 0;
 }
 
-void dist_container_free (struct container_note *c)
+void dist_train_container_free (struct container_note *c)
 {
     if (c == NULL)
         return;
@@ -86,12 +86,12 @@ static bool option_given (spank_t sp, const char *name)
     return spank_option_getopt (sp, &opt, &arg) == ESPANK_SUCCESS;
 }
 
-struct container_note *dist_container_note (spank_t sp)
+struct container_note *dist_train_container_note (spank_t sp)
 {
     struct container_note *c = calloc (1, sizeof (*c));
 
     if (c == NULL || copy_srun_env (sp, c) < 0) {
-        dist_container_free (c);
+        dist_train_container_free (c);
         return NULL;
     }
     c->stepd_mount_ns = mount_ns ();
@@ -100,15 +100,23 @@ struct container_note *dist_container_note (spank_t sp)
     return c;
 }
 
-int dist_container_set_default (const struct container_note *c, spank_t sp, const char *name,
-                                const char *value)
+int dist_train_setenv (const struct container_note *c, spank_t sp, enum dist_var_id id,
+                       const char *value)
 {
-    const char *users = srun_value (c, name);
+    const struct dist_var_info *v = &dist_task_vars[id];
+    const char *users = NULL;
 
-    return spank_setenv (sp, name, users != NULL ? users : value, 1) == ESPANK_SUCCESS ? 0 : -1;
+    if (v->overwrite == DIST_DEFAULT && c != NULL)
+        users = srun_value (c, v->name);
+    return spank_setenv (sp, v->name, users != NULL ? users : value, 1) == ESPANK_SUCCESS ? 0 : -1;
 }
 
-enum dist_container dist_container_state (const struct container_note *c)
+void dist_train_unsetenv (spank_t sp, enum dist_var_id id)
+{
+    spank_unsetenv (sp, dist_task_vars[id].name);
+}
+
+enum dist_container dist_train_container_state (const struct container_note *c)
 {
     ino_t now = mount_ns ();
 

@@ -15,6 +15,7 @@
 #include "libdist/config.h"
 #include "libdist/env.h"
 #include "libdist/handover.h"
+#include "libdist/layout.h"
 
 #define PLUGIN_NAME "dist-train"
 
@@ -57,16 +58,10 @@ bool dist_train_is_arbitrary (spank_t sp);
 /* A count from the step's environment; false when unset or not a number. */
 bool dist_train_env_count (spank_t sp, const char *name, uint32_t *count);
 
-/* layout.c: the node of every rank, for block, cyclic and plane */
-struct step_layout {
-    uint32_t nnodes;
-    uint32_t ntasks;
-    char **names; /* node names, by node rank */
-    uint32_t *node_of_rank; /* node rank, by rank */
-};
-int dist_train_layout_load (spank_t sp, const struct dist_step *st, struct step_layout *layout);
-
-void dist_train_layout_free (struct step_layout *layout);
+/* layout.c: the step's layout in slurmstepd, read once in user_init: srun's hand-over,
+ * else block, cyclic and plane recomputed; -1 (nothing held) when neither can be had. */
+int dist_train_layout_load (spank_t sp, const struct dist_step *st,
+                            struct dist_step_layout *layout);
 
 /* local.c (srun): refuse what must not start (-1) before the step is made,
  * then hand the nodes what only srun knows. */
@@ -84,34 +79,39 @@ void dist_train_remote_exit (void);
  * srun is what srun handed over, NULL when nothing; slurm_rank0 the Slurm rank
  * (SLURM_PROCID) that is RANK 0; step->node_rank still Slurm's index of this node;
  * node_name gets this node's name (for messages). -1 with a message in err. */
-int dist_master_choose (spank_t sp, const struct dist_config *cfg, const struct dist_handover *srun,
-                        uint32_t slurm_rank0, struct dist_step *step, char *node_name,
-                        size_t node_name_size, char *err, size_t errsz);
+int dist_train_master_choose (spank_t sp, const struct dist_config *cfg,
+                              const struct dist_handover *srun, uint32_t slurm_rank0,
+                              struct dist_step *step, char *node_name, size_t node_name_size,
+                              char *err, size_t errsz);
 
 /* report.c: verbose, what the step got, said once by rank 0; order is the step's rank
  * order (NULL: Slurm's), holding the network's groups when groups is true. */
 struct dist_netorder;
-void dist_report_step (spank_t sp, const struct dist_config *cfg, const struct dist_step *st,
-                       const struct dist_netorder *order, bool groups);
+void dist_train_report_step (spank_t sp, const struct dist_config *cfg, const struct dist_step *st,
+                             const struct dist_step_layout *layout,
+                             const struct dist_netorder *order, bool groups);
 
 /* container.c: the plugin's values in a container (pyxis) */
 struct container_note;
 /* user_init: srun's environment, where the user's own values are, and
  * whether a container plugin will start the tasks in a container; NULL when
  * out of memory. */
-struct container_note *dist_container_note (spank_t sp);
-void dist_container_free (struct container_note *c);
-/* task_init: set a variable the user may choose, to the user's value when
- * srun's environment had one, else to value; either replaces what another
- * plugin put there since. */
-int dist_container_set_default (const struct container_note *c, spank_t sp, const char *name,
-                                const char *value);
+struct container_note *dist_train_container_note (spank_t sp);
+void dist_train_container_free (struct container_note *c);
+/* task_init: set one of DIST_TASK_VARS, the only way the plugin sets a task's
+ * variable.  One the user may choose (DIST_DEFAULT) gets the user's value when
+ * srun's environment had one, else value; either replaces what another plugin
+ * put there since.  0, or -1 when Slurm refused it. */
+int dist_train_setenv (const struct container_note *c, spank_t sp, enum dist_var_id id,
+                       const char *value);
+/* ... and take it out of the task's environment (one inherited from an outer step) */
+void dist_train_unsetenv (spank_t sp, enum dist_var_id id);
 enum dist_container {
     DIST_NO_CONTAINER, /* no container asked for */
     DIST_IN_CONTAINER, /* task_init runs in the container's mount namespace */
     DIST_CONTAINER_LATER, /* asked for, and entered after this plugin's task_init */
 };
-enum dist_container dist_container_state (const struct container_note *c);
+enum dist_container dist_train_container_state (const struct container_note *c);
 
 /* topocache.c: a node's topology, from the first of its sources that has
  * one (the site's file, HWLOC_XMLFILE, the per-boot cache, the live
@@ -126,21 +126,21 @@ enum topo_source {
     TOPO_LIVE, /* the machine, without I/O devices */
     TOPO_LIVE_IO, /* the machine, with GPUs and NICs */
 };
-struct node_topology *dist_topology_new (const struct dist_config *cfg);
+struct node_topology *dist_train_topology_new (const struct dist_config *cfg);
 /* The topology (owned by nt), or NULL with the reason in err. */
-const struct dist_topo *dist_topology_load (struct node_topology *nt, bool need_io, char *err,
-                                            size_t errsz);
+const struct dist_topo *dist_train_topology_load (struct node_topology *nt, bool need_io, char *err,
+                                                  size_t errsz);
 /* Where it came from, and in words for verbose ("from this node's cache" ...). */
-enum topo_source dist_topology_source (const struct node_topology *nt);
-const char *dist_topology_said (const struct node_topology *nt);
+enum topo_source dist_train_topology_source (const struct node_topology *nt);
+const char *dist_train_topology_said (const struct node_topology *nt);
 /* Planning is over (user_init): what need not be saved is let go, and what a save needs
  * from the host's mount namespace is taken now. */
-void dist_topology_planned (struct node_topology *nt);
+void dist_train_topology_planned (struct node_topology *nt);
 /* As root (task_init_privileged): save what later steps can read. */
-void dist_topology_save (struct node_topology *nt);
+void dist_train_topology_save (struct node_topology *nt);
 /* In each task (task_init_privileged), after any save: let go of what the save needed. */
-void dist_topology_task_done (struct node_topology *nt);
-void dist_topology_free (struct node_topology *nt);
+void dist_train_topology_task_done (struct node_topology *nt);
+void dist_train_topology_free (struct node_topology *nt);
 
 /* bind.c: GPU/CPU/NIC binding, planned once per node, applied per task
  * (never fails the step; problems are reported by local rank 0) */
@@ -164,7 +164,7 @@ struct failfast {
     uint32_t job_id, step_id;
     char node_name[64];
 };
-int dist_failfast_task_exit (spank_t sp, struct failfast *ff);
+int dist_train_failfast_task_exit (spank_t sp, struct failfast *ff);
 
 /* forward.c: lines for the step's stderr, which slurmstepd forwards to srun */
 /* Write msg (one line) to slurmstepd's stderr at once or not at all: whether

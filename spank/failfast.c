@@ -45,7 +45,7 @@ static bool stopped_by_slurm (int status)
     return WIFEXITED (status) && WEXITSTATUS (status) == 128 + SIGTERM;
 }
 
-int dist_failfast_task_exit (spank_t sp, struct failfast *ff)
+int dist_train_failfast_task_exit (spank_t sp, struct failfast *ff)
 {
     char how[96], msg[320];
     uint32_t rank;

@@ -16,20 +16,20 @@
 /* The node of every rank as srun read it from slurmctld and handed it over
  * (local.c): the only source under the arbitrary distribution, where
  * SLURM_HOSTFILE is a path the user names, which slurmstepd never opens. */
-static int srun_layout (spank_t sp, const struct dist_step *st, struct step_layout *l)
+static int srun_layout (spank_t sp, const struct dist_step *st, struct dist_step_layout *l)
 {
     char *text = dist_train_getenv_any (sp, DIST_LAYOUT_VAR);
     int rc;
 
     if (text == NULL)
         return -1;
-    rc = dist_layout_text_parse (text, st->job_id, st->step_id, l->nnodes, l->ntasks,
+    rc = dist_layout_text_parse (text, st->job_id, st->step_id, l->nnodes, l->nranks,
                                  l->node_of_rank);
     free (text);
     return rc;
 }
 
-int dist_train_layout_load (spank_t sp, const struct dist_step *st, struct step_layout *l)
+int dist_train_layout_load (spank_t sp, const struct dist_step *st, struct dist_step_layout *l)
 {
     char dist_text[64], plane_text[16], *text = NULL;
     uint32_t *counts = NULL, plane = 0, i;
@@ -38,9 +38,9 @@ int dist_train_layout_load (spank_t sp, const struct dist_step *st, struct step_
     int rc = -1;
 
     l->nnodes = st->node_count;
-    l->ntasks = st->world_size;
+    l->nranks = st->world_size;
     l->names = calloc (l->nnodes, sizeof (*l->names));
-    l->node_of_rank = calloc (l->ntasks, sizeof (*l->node_of_rank));
+    l->node_of_rank = calloc (l->nranks, sizeof (*l->node_of_rank));
     counts = calloc (l->nnodes, sizeof (*counts));
     if (spank_getenv (sp, "SLURM_DISTRIBUTION", dist_text, sizeof (dist_text)) != ESPANK_SUCCESS)
         dist_text[0] = '\0';
@@ -60,7 +60,7 @@ int dist_train_layout_load (spank_t sp, const struct dist_step *st, struct step_
         goto out;
     if ((text = dist_train_getenv_any (sp, "SLURM_STEP_TASKS_PER_NODE")) == NULL
         || dist_tasks_per_node_parse (text, counts, l->nnodes) != (int) l->nnodes
-        || dist_layout_assign (dist, plane, counts, l->nnodes, l->node_of_rank, l->ntasks) < 0)
+        || dist_layout_assign (dist, plane, counts, l->nnodes, l->node_of_rank, l->nranks) < 0)
         goto out;
     rc = 0;
 out:
@@ -69,18 +69,6 @@ out:
     if (hl != NULL)
         slurm_hostlist_destroy (hl);
     if (rc < 0)
-        dist_train_layout_free (l);
+        dist_step_layout_free (l);
     return rc;
-}
-void dist_train_layout_free (struct step_layout *l)
-{
-    uint32_t i;
-
-    if (l->names != NULL)
-        for (i = 0; i < l->nnodes; i++)
-            free (l->names[i]);
-    free (l->names);
-    free (l->node_of_rank);
-    l->names = NULL;
-    l->node_of_rank = NULL;
 }

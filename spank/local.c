@@ -22,26 +22,11 @@
 #include "dist_train.h"
 #include "libdist/address.h"
 #include "libdist/handover.h"
+#include "libdist/layout.h"
 #include "libdist/netgroup.h"
 
-/* The step's layout as slurmctld holds it: its nodes' names and the node of every rank. */
-struct srun_layout {
-    uint32_t nnodes, nranks;
-    char **names;
-    uint32_t *node_of_rank;
-};
-
-static void srun_layout_free (struct srun_layout *l)
-{
-    for (uint32_t i = 0; l->names != NULL && i < l->nnodes; i++)
-        free (l->names[i]);
-    free (l->names);
-    free (l->node_of_rank);
-    memset (l, 0, sizeof (*l));
-}
-
 /* The names of the layout's nodes, in its order. */
-static int layout_names (struct srun_layout *l, const char *node_list)
+static int layout_names (struct dist_step_layout *l, const char *node_list)
 {
     dt_hostlist_t hl = slurm_hostlist_create (node_list);
     uint32_t i;
@@ -55,7 +40,7 @@ static int layout_names (struct srun_layout *l, const char *node_list)
 }
 
 /* From the step layout slurmctld holds (one RPC): -1 when it has none for the step. */
-static int srun_layout_load (const struct dist_handover *h, struct srun_layout *l)
+static int srun_layout_load (const struct dist_handover *h, struct dist_step_layout *l)
 {
     slurm_step_id_t id;
     slurm_step_layout_t *layout;
@@ -83,7 +68,7 @@ static int srun_layout_load (const struct dist_handover *h, struct srun_layout *
 out:
     slurm_job_step_layout_free (layout);
     if (rc < 0)
-        srun_layout_free (l);
+        dist_step_layout_free (l);
     return rc;
 }
 
@@ -91,7 +76,7 @@ out:
  * the nodes as DIST_NETGROUP_VAR; the Slurm rank that is RANK 0 into *rank0 (0 but under
  * rank_order=topology).  One more RPC, only where Slurm has such a topology. */
 static void hand_over_groups (const struct dist_config *cfg, const struct dist_handover *h,
-                              const struct srun_layout *l, uint32_t *rank0)
+                              const struct dist_step_layout *l, uint32_t *rank0)
 {
     struct dist_netorder order;
     uint32_t *group = NULL;
@@ -100,7 +85,8 @@ static void hand_over_groups (const struct dist_config *cfg, const struct dist_h
 
     *rank0 = 0;
     unsetenv (DIST_NETGROUP_VAR); /* (one inherited from an outer step) */
-    if (dist_compat_has_network_topology () && (topology = dist_compat_topology_text ()) != NULL
+    if (dist_train_compat_has_network_topology ()
+        && (topology = dist_train_compat_topology_text ()) != NULL
         && (group = calloc (l->nnodes > 0 ? l->nnodes : 1, sizeof (*group))) != NULL
         && (ngroups =
                 dist_netgroup_assign (topology, l->names, l->nnodes, group, err, sizeof (err)))
@@ -131,7 +117,7 @@ static void hand_over_groups (const struct dist_config *cfg, const struct dist_h
 static int read_step_layout (const struct dist_config *cfg, struct dist_handover *h,
                              char **layout_text)
 {
-    struct srun_layout l;
+    struct dist_step_layout l;
     uint32_t rank0 = 0;
 
     *layout_text = NULL;
@@ -143,7 +129,7 @@ static int read_step_layout (const struct dist_config *cfg, struct dist_handover
     /* (every distribution's: Slurm 26.05 deals block out in topology order, which the
      * nodes cannot recompute from the tasks per node) */
     *layout_text = dist_layout_text (h->job_id, h->step_id, l.nnodes, l.node_of_rank, l.nranks);
-    srun_layout_free (&l);
+    dist_step_layout_free (&l);
     return 0;
 }
 
@@ -179,7 +165,7 @@ int dist_train_local_check (const struct dist_config *cfg)
 {
     if (cfg->profile == DIST_PROFILE_OFF)
         return 0;
-    if (dist_config_preflight (cfg) && !dist_compat_has_prepend_task_argv ()) {
+    if (dist_config_preflight (cfg) && !dist_train_compat_has_prepend_task_argv ()) {
         slurm_error ("%s: --dist-train=preflight (or the site's preflight=on) needs Slurm 23.11 "
                      "or later, which can run dist-train-doctor before the program; this is "
                      "Slurm %d.%02d: run the check yourself with `srun --dist-train ... "
@@ -229,7 +215,7 @@ int dist_train_local_user_init (spank_t sp, const struct dist_config *cfg)
         slurm_verbose ("%s: cannot draw the step's key: %m", PLUGIN_NAME);
     h.fail_fast = dist_config_fail_fast (cfg);
     if (h.fail_fast)
-        dist_compat_srun_kill_on_bad_exit ();
+        dist_train_compat_srun_kill_on_bad_exit ();
     /* Rank 0's node and every rank's: the nodes get them from here, never from
      * SLURM_HOSTFILE (a path the user names, which slurmstepd must not open). */
     if (read_step_layout (cfg, &h, &layout) < 0)

@@ -121,6 +121,8 @@ static int choose_port (spank_t sp, const struct dist_config *cfg, const char *r
 
     step->master_port =
         dist_port_for_step (cfg->port_lo, cfg->port_hi, step->job_id, step->step_id);
+    step->ras_port =
+        dist_ras_port_for_step (cfg->port_lo, cfg->port_hi, step->job_id, step->step_id);
     step->port_lo = cfg->port_lo;
     step->port_hi = cfg->port_hi;
     if (spank_getenv (sp, "MASTER_PORT", user_port, sizeof (user_port)) == ESPANK_SUCCESS) {
@@ -137,9 +139,10 @@ static int choose_port (spank_t sp, const struct dist_config *cfg, const char *r
     return 0;
 }
 
-int dist_master_choose (spank_t sp, const struct dist_config *cfg, const struct dist_handover *srun,
-                        uint32_t slurm_rank0, struct dist_step *step, char *node_name,
-                        size_t node_name_size, char *err, size_t errsz)
+int dist_train_master_choose (spank_t sp, const struct dist_config *cfg,
+                              const struct dist_handover *srun, uint32_t slurm_rank0,
+                              struct dist_step *step, char *node_name, size_t node_name_size,
+                              char *err, size_t errsz)
 {
     char *rank0 = NULL, *first = NULL, *self = NULL;
     bool here;

@@ -27,7 +27,7 @@ struct stepd_node {
     struct dist_netorder order; /* the rank order and the network's groups */
     bool have_order; /* order holds them: else Slurm's order, and no groups */
     bool have_groups; /* srun handed over the groups */
-    uint32_t *node_of_rank; /* the step's layout: the node of each Slurm rank */
+    struct dist_step_layout layout; /* the step's, read once (user_init); zeroed if none */
     uint32_t slurm_node; /* this node's index in Slurm's order (SLURM_NODEID) */
     uint32_t group; /* this node's group */
     struct container_note *container;
@@ -119,8 +119,6 @@ static int plan_order (struct stepd_node *n, spank_t sp)
 {
     const struct dist_step *st = &n->step;
     uint32_t *group = calloc (st->node_count > 0 ? st->node_count : 1, sizeof (*group)), ngroups;
-    struct step_layout layout = {0};
-    bool laid_out = false;
 
     if (n->cfg->rank_order_topology && !n->have_srun) {
         free (group);
@@ -130,19 +128,18 @@ static int plan_order (struct stepd_node *n, spank_t sp)
         return -1;
     }
     ngroups = group != NULL ? read_groups (n, sp, group) : 0;
-    if (group != NULL && (laid_out = dist_train_layout_load (sp, st, &layout) == 0)
+    /* (the layout is kept: TF_CONFIG, the verbose table and rank 0's DIST_TRAIN_LAYOUT
+     * read it too) */
+    (void) dist_train_layout_load (sp, st, &n->layout);
+    if (group != NULL && n->layout.node_of_rank != NULL
         && dist_netorder_make (&n->order, n->cfg->rank_order_topology && ngroups > 0,
                                ngroups > 0 ? ngroups : 1, group, st->node_count,
-                               layout.node_of_rank, st->world_size)
+                               n->layout.node_of_rank, st->world_size)
                == 0) {
         n->have_order = true;
         n->group = group[n->slurm_node];
-        n->node_of_rank = layout.node_of_rank;
-        layout.node_of_rank = NULL; /* (kept for rank 0's DIST_TRAIN_LAYOUT) */
     }
     n->have_groups = n->have_order && ngroups > 0;
-    if (laid_out)
-        dist_train_layout_free (&layout);
     free (group);
     return 0;
 }
@@ -154,9 +151,9 @@ static int collect_step (struct stepd_node *n, spank_t sp)
 
     if (collect_counts (n, sp) < 0 || plan_order (n, sp) < 0)
         return -1;
-    if (dist_master_choose (sp, n->cfg, n->have_srun ? &n->srun : NULL,
-                            n->have_order ? n->order.slurm_rank0 : 0, step, n->node_name,
-                            sizeof (n->node_name), err, sizeof (err))
+    if (dist_train_master_choose (sp, n->cfg, n->have_srun ? &n->srun : NULL,
+                                  n->have_order ? n->order.slurm_rank0 : 0, step, n->node_name,
+                                  sizeof (n->node_name), err, sizeof (err))
         < 0) {
         defer_error (n, err);
         return -1;
@@ -175,21 +172,20 @@ static uint32_t rank_of (const struct stepd_node *n, uint32_t r)
 
 /* tf profile: TF_CONFIG lists every task as host:port, so this node needs
  * the whole layout; built once here, finished per task with its index. */
-static int build_tf_config (struct stepd_node *n, spank_t sp)
+static int build_tf_config (struct stepd_node *n)
 {
     const struct dist_step *st = &n->step;
-    struct step_layout layout;
+    const struct dist_step_layout *layout = &n->layout;
     const char **host_of_rank;
     uint32_t rank;
 
-    if (dist_train_layout_load (sp, st, &layout) == 0) {
+    if (layout->node_of_rank != NULL) {
         host_of_rank = calloc (st->world_size, sizeof (*host_of_rank));
         if (host_of_rank != NULL) {
             for (rank = 0; rank < st->world_size; rank++)
-                host_of_rank[rank_of (n, rank)] = layout.names[layout.node_of_rank[rank]];
+                host_of_rank[rank_of (n, rank)] = layout->names[layout->node_of_rank[rank]];
             if (!dist_tf_config_fits (host_of_rank, st->world_size)) {
                 free (host_of_rank);
-                dist_train_layout_free (&layout);
                 defer_error (n, "the tf profile's TF_CONFIG for this many ranks is larger "
                                 "than Linux allows for one variable (128 KiB); use the "
                                 "torch or jax profile");
@@ -199,7 +195,6 @@ static int build_tf_config (struct stepd_node *n, spank_t sp)
                                                   n->cfg->port_lo, n->cfg->port_hi);
             free (host_of_rank);
         }
-        dist_train_layout_free (&layout);
     }
     if (n->tf_config == NULL) {
         defer_error (n, "the tf profile needs a layout it can read (block, cyclic, "
@@ -314,11 +309,10 @@ static int plan_node (struct stepd_node *n, spank_t sp)
     read_srun_handover (n, sp);
     if (n->cfg->profile == DIST_PROFILE_LAUNCHER && launcher_check (n, sp) < 0)
         return -1;
-    if (collect_step (n, sp) < 0
-        || (n->cfg->profile == DIST_PROFILE_TF && build_tf_config (n, sp) < 0))
+    if (collect_step (n, sp) < 0 || (n->cfg->profile == DIST_PROFILE_TF && build_tf_config (n) < 0))
         return -1;
-    if ((n->container = dist_container_note (sp)) == NULL
-        || (n->topology = dist_topology_new (n->cfg)) == NULL) {
+    if ((n->container = dist_train_container_note (sp)) == NULL
+        || (n->topology = dist_train_topology_new (n->cfg)) == NULL) {
         defer_error (n, "out of memory");
         return -1;
     }
@@ -365,9 +359,9 @@ void dist_train_remote_task_init_privileged (spank_t sp)
     /* local rank 0's task, before it drops root: what later steps can read */
     if (planned (node) && spank_get_item (sp, S_TASK_ID, &local_rank) == ESPANK_SUCCESS
         && local_rank == 0)
-        dist_topology_save (node->topology);
+        dist_train_topology_save (node->topology);
     if (node != NULL)
-        dist_topology_task_done (node->topology);
+        dist_train_topology_task_done (node->topology);
 }
 
 /* What task_init knows of its task. */
@@ -399,7 +393,7 @@ static int read_task (const struct stepd_node *n, spank_t sp, struct task *t)
         return -1;
     }
     t->rank = rank_of (n, t->slurm_rank);
-    t->container = dist_container_state (n->container);
+    t->container = dist_train_container_state (n->container);
     return 0;
 }
 
@@ -427,10 +421,10 @@ static void replace_srun_notes (const struct stepd_node *n, spank_t sp)
     spank_unsetenv (sp, DIST_LAYOUT_VAR);
     spank_unsetenv (sp, DIST_NETGROUP_VAR);
     if (n->have_srun && n->srun.key[0] != '\0') {
-        if (spank_setenv (sp, DIST_STEP_KEY_VAR, n->srun.key, 1) != ESPANK_SUCCESS)
+        if (dist_train_setenv (n->container, sp, DIST_VAR_STEP_KEY, n->srun.key) < 0)
             slurm_verbose ("%s: cannot set %s", PLUGIN_NAME, DIST_STEP_KEY_VAR);
     } else
-        spank_unsetenv (sp, DIST_STEP_KEY_VAR);
+        dist_train_unsetenv (sp, DIST_VAR_STEP_KEY);
 }
 
 /* Where the rank sits in the network: its node's group, its place among the group's
@@ -439,29 +433,29 @@ static int set_group_variables (const struct stepd_node *n, const struct task *t
 {
     const struct dist_netorder *o = &n->order;
     const struct {
-        const char *name;
+        enum dist_var_id id;
         uint32_t value;
     } vars[] = {
-        {"DIST_TRAIN_TOPOLOGY_GROUP", n->group},
-        {"DIST_TRAIN_TOPOLOGY_GROUPS", o->ngroups},
-        {"DIST_TRAIN_TOPOLOGY_RANK", t->slurm_rank < o->nranks ? o->group_rank[t->slurm_rank] : 0},
-        {"DIST_TRAIN_TOPOLOGY_SIZE", n->group < o->ngroups ? o->group_size[n->group] : 0},
+        {DIST_VAR_TOPOLOGY_GROUP, n->group},
+        {DIST_VAR_TOPOLOGY_GROUPS, o->ngroups},
+        {DIST_VAR_TOPOLOGY_RANK, t->slurm_rank < o->nranks ? o->group_rank[t->slurm_rank] : 0},
+        {DIST_VAR_TOPOLOGY_SIZE, n->group < o->ngroups ? o->group_size[n->group] : 0},
     };
     char value[16];
     size_t i;
 
-    spank_unsetenv (t->sp, "DIST_TRAIN_RANK_ORDER");
+    dist_train_unsetenv (t->sp, DIST_VAR_RANK_ORDER);
     if (!n->have_groups)
         return 0;
     for (i = 0; i < sizeof (vars) / sizeof (vars[0]); i++) {
         snprintf (value, sizeof (value), "%lu", (unsigned long) vars[i].value);
-        if (spank_setenv (t->sp, vars[i].name, value, 1) != ESPANK_SUCCESS) {
-            slurm_error ("%s: cannot set %s", PLUGIN_NAME, vars[i].name);
+        if (dist_train_setenv (n->container, t->sp, vars[i].id, value) < 0) {
+            slurm_error ("%s: cannot set %s", PLUGIN_NAME, dist_task_vars[vars[i].id].name);
             return -1;
         }
     }
     if (n->cfg->rank_order_topology
-        && spank_setenv (t->sp, "DIST_TRAIN_RANK_ORDER", "topology", 1) != ESPANK_SUCCESS) {
+        && dist_train_setenv (n->container, t->sp, DIST_VAR_RANK_ORDER, "topology") < 0) {
         slurm_error ("%s: cannot set DIST_TRAIN_RANK_ORDER", PLUGIN_NAME);
         return -1;
     }
@@ -476,14 +470,14 @@ static void set_rank_layout (const struct stepd_node *n, const struct task *t)
     uint32_t *by_rank, r;
     char *text = NULL;
 
-    spank_unsetenv (t->sp, "DIST_TRAIN_LAYOUT");
+    dist_train_unsetenv (t->sp, DIST_VAR_LAYOUT);
     if (t->rank != 0 || !n->have_order
         || (by_rank = calloc (o->nranks > 0 ? o->nranks : 1, sizeof (*by_rank))) == NULL)
         return;
     for (r = 0; r < o->nranks; r++)
-        by_rank[o->new_rank[r]] = n->node_of_rank[r];
+        by_rank[o->new_rank[r]] = n->layout.node_of_rank[r];
     text = dist_layout_text (n->step.job_id, n->step.step_id, o->nnodes, by_rank, o->nranks);
-    if (text != NULL && spank_setenv (t->sp, "DIST_TRAIN_LAYOUT", text, 1) != ESPANK_SUCCESS)
+    if (text != NULL && dist_train_setenv (n->container, t->sp, DIST_VAR_LAYOUT, text) < 0)
         slurm_verbose ("%s: cannot set DIST_TRAIN_LAYOUT", PLUGIN_NAME);
     free (text);
     free (by_rank);
@@ -501,14 +495,15 @@ static int set_variables (const struct stepd_node *n, const struct task *t)
         if (tf == NULL)
             return -1;
         sprintf (tf, "%s%lu}}", n->tf_config, (unsigned long) t->rank);
-        (void) dist_container_set_default (n->container, t->sp, "TF_CONFIG", tf);
+        (void) dist_train_setenv (n->container, t->sp, DIST_VAR_TF_CONFIG, tf);
         free (tf);
     }
     for (i = 0; i < count; i++) {
-        if (vars[i].overwrite == DIST_DEFAULT)
-            (void) dist_container_set_default (n->container, t->sp, vars[i].name, vars[i].value);
-        else if (spank_setenv (t->sp, vars[i].name, vars[i].value, 1) != ESPANK_SUCCESS) {
-            slurm_error ("%s: cannot set %s", PLUGIN_NAME, vars[i].name);
+        /* (a choice of the user's that cannot be set is left to them) */
+        const struct dist_var_info *v = &dist_task_vars[vars[i].id];
+        if (dist_train_setenv (n->container, t->sp, vars[i].id, vars[i].value) < 0
+            && v->overwrite == DIST_FACT) {
+            slurm_error ("%s: cannot set %s", PLUGIN_NAME, v->name);
             return -1;
         }
     }
@@ -542,7 +537,7 @@ static int prepend_doctor (const struct stepd_node *n, const struct task *t)
     if (t->container == DIST_IN_CONTAINER
         && doctor_in_container (n->cfg->doctor, t->local_rank) < 0)
         return -1;
-    if (dist_compat_prepend_task_argv (t->sp, 2, argv) < 0) {
+    if (dist_train_compat_prepend_task_argv (t->sp, 2, argv) < 0) {
         slurm_error ("%s: preflight: this Slurm (%d.%02d) cannot run dist-train-doctor before "
                      "the program (23.11 or later can): use --dist-train=preflight=off",
                      PLUGIN_NAME, SLURM_VERSION_MAJOR (SLURM_VERSION_NUMBER),
@@ -564,7 +559,9 @@ int dist_train_remote_task_init (spank_t sp)
     if (read_task (n, sp, &t) < 0 || refuse_container_later (&t) < 0)
         return -1;
     if (n->cfg->verbose && t.rank == 0)
-        dist_report_step (sp, n->cfg, &n->step, n->have_order ? &n->order : NULL, n->have_groups);
+        dist_train_report_step (sp, n->cfg, &n->step,
+                                n->layout.node_of_rank != NULL ? &n->layout : NULL,
+                                n->have_order ? &n->order : NULL, n->have_groups);
     replace_srun_notes (n, sp);
     dist_train_bind_task (n->binding, sp, t.local_rank, n->container, &t.step.cpus_per_task);
     if (set_variables (n, &t) < 0 || set_group_variables (n, &t) < 0)
@@ -577,7 +574,7 @@ int dist_train_remote_task_exit (spank_t sp)
 {
     if (!planned (node))
         return 0;
-    return dist_failfast_task_exit (sp, &node->failfast);
+    return dist_train_failfast_task_exit (sp, &node->failfast);
 }
 
 void dist_train_remote_exit (void)
@@ -585,11 +582,11 @@ void dist_train_remote_exit (void)
     if (node == NULL)
         return;
     dist_train_bind_free (node->binding);
-    dist_topology_free (node->topology);
-    dist_container_free (node->container);
+    dist_train_topology_free (node->topology);
+    dist_train_container_free (node->container);
     free (node->tf_config);
     dist_netorder_free (&node->order);
-    free (node->node_of_rank);
+    dist_step_layout_free (&node->layout);
     free (node);
     node = NULL;
 }

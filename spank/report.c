@@ -25,7 +25,7 @@ static uint32_t *slurm_rank_of (const struct dist_netorder *order, uint32_t nran
 }
 
 /* One row of the table: Slurm's rank r as RANK rank. */
-static void report_rank (const struct step_layout *l, const struct dist_netorder *order,
+static void report_rank (const struct dist_step_layout *l, const struct dist_netorder *order,
                          bool groups, uint32_t rank, uint32_t r, uint32_t local_rank)
 {
     uint32_t node = l->node_of_rank[r], node_rank = order != NULL ? order->new_node[node] : node;
@@ -41,26 +41,23 @@ static void report_rank (const struct step_layout *l, const struct dist_netorder
 
 /* verbose: the rank table in RANK order, when srun's distribution can be recomputed; with
  * the network's groups, each rank's group. */
-static void report_ranks (spank_t sp, const struct dist_step *st, const struct dist_netorder *order,
-                          bool groups)
+static void report_ranks (const struct dist_step_layout *layout, const struct dist_step *st,
+                          const struct dist_netorder *order, bool groups)
 {
-    struct step_layout layout;
     uint32_t *seen, *local, *by_rank, rank, shown;
 
-    if (dist_train_layout_load (sp, st, &layout) < 0)
-        return;
     seen = calloc (st->node_count, sizeof (*seen));
     local = calloc (st->world_size > 0 ? st->world_size : 1, sizeof (*local));
     by_rank = slurm_rank_of (order, st->world_size);
     if (seen != NULL && local != NULL && by_rank != NULL) {
         /* (LOCAL_RANK counts in Slurm's order, which no rank order changes on a node) */
         for (rank = 0; rank < st->world_size; rank++)
-            local[rank] = seen[layout.node_of_rank[rank]]++;
+            local[rank] = seen[layout->node_of_rank[rank]]++;
         slurm_spank_log ("%s:   RANK  LOCAL_RANK  NODE_RANK  %sNODE", PLUGIN_NAME,
                          groups ? "GROUP  " : "");
         shown = st->world_size < REPORT_ROWS ? st->world_size : REPORT_ROWS;
         for (rank = 0; rank < shown; rank++)
-            report_rank (&layout, order, groups, rank, by_rank[rank], local[by_rank[rank]]);
+            report_rank (layout, order, groups, rank, by_rank[rank], local[by_rank[rank]]);
         if (shown < st->world_size)
             slurm_spank_log ("%s:   ... and %lu more ranks", PLUGIN_NAME,
                              (unsigned long) (st->world_size - shown));
@@ -68,13 +65,13 @@ static void report_ranks (spank_t sp, const struct dist_step *st, const struct d
     free (seen);
     free (local);
     free (by_rank);
-    dist_train_layout_free (&layout);
 }
 
 /* verbose: what the step got, said once, by rank 0 (whose stderr is the
  * user's). */
-void dist_report_step (spank_t sp, const struct dist_config *cfg, const struct dist_step *st,
-                       const struct dist_netorder *order, bool groups)
+void dist_train_report_step (spank_t sp, const struct dist_config *cfg, const struct dist_step *st,
+                             const struct dist_step_layout *layout,
+                             const struct dist_netorder *order, bool groups)
 {
     char nodes[1024], *all = dist_train_getenv_any (sp, "SLURM_STEP_NODELIST");
 
@@ -105,5 +102,6 @@ void dist_report_step (spank_t sp, const struct dist_config *cfg, const struct d
                          "%s order",
                          PLUGIN_NAME, (unsigned long) order->ngroups,
                          cfg->rank_order_topology ? "the topology's" : "Slurm's");
-    report_ranks (sp, st, order, groups);
+    if (layout != NULL)
+        report_ranks (layout, st, order, groups);
 }

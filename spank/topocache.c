@@ -392,7 +392,7 @@ static enum topo_source (*const sources[]) (struct node_topology *, bool, char *
     from_machine,
 };
 
-struct node_topology *dist_topology_new (const struct dist_config *cfg)
+struct node_topology *dist_train_topology_new (const struct dist_config *cfg)
 {
     struct node_topology *nt = calloc (1, sizeof (*nt));
 
@@ -403,8 +403,8 @@ struct node_topology *dist_topology_new (const struct dist_config *cfg)
     return nt;
 }
 
-const struct dist_topo *dist_topology_load (struct node_topology *nt, bool need_io, char *err,
-                                            size_t errsz)
+const struct dist_topo *dist_train_topology_load (struct node_topology *nt, bool need_io, char *err,
+                                                  size_t errsz)
 {
     size_t i;
 
@@ -428,12 +428,12 @@ const struct dist_topo *dist_topology_load (struct node_topology *nt, bool need_
     return NULL;
 }
 
-enum topo_source dist_topology_source (const struct node_topology *nt)
+enum topo_source dist_train_topology_source (const struct node_topology *nt)
 {
     return nt->source;
 }
 
-const char *dist_topology_said (const struct node_topology *nt)
+const char *dist_train_topology_said (const struct node_topology *nt)
 {
     return source_said[nt->source];
 }
@@ -443,7 +443,7 @@ static bool is_live (const struct node_topology *nt)
     return nt->loaded && (nt->source == TOPO_LIVE || nt->source == TOPO_LIVE_IO);
 }
 
-void dist_topology_planned (struct node_topology *nt)
+void dist_train_topology_planned (struct node_topology *nt)
 {
     char parent[CACHE_PARENT_MAX];
     const char *base;
@@ -469,7 +469,7 @@ void dist_topology_planned (struct node_topology *nt)
         nt->parent_fd = open (parent, O_PATH | O_DIRECTORY | O_CLOEXEC);
 }
 
-void dist_topology_task_done (struct node_topology *nt)
+void dist_train_topology_task_done (struct node_topology *nt)
 {
     /* (every task has it from slurmstepd: none keeps a way into the host's /run) */
     if (nt != NULL && nt->parent_fd >= 0) {
@@ -478,13 +478,13 @@ void dist_topology_task_done (struct node_topology *nt)
     }
 }
 
-void dist_topology_free (struct node_topology *nt)
+void dist_train_topology_free (struct node_topology *nt)
 {
     if (nt == NULL)
         return;
     if (nt->loaded)
         dist_topo_destroy (&nt->topo);
-    dist_topology_task_done (nt);
+    dist_train_topology_task_done (nt);
     free (nt->site_copy.xml);
     free (nt);
 }
@@ -647,7 +647,7 @@ static void save_live (int parent_fd, struct dist_topo *t, const char *key)
     hwloc_free_xmlbuffer (t->topo, xml);
 }
 
-void dist_topology_save (struct node_topology *nt)
+void dist_train_topology_save (struct node_topology *nt)
 {
     if (nt == NULL || geteuid () != 0 || nt->parent_fd < 0)
         return;

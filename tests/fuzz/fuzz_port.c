@@ -35,8 +35,12 @@ int LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
         /* the same on every node */
         FUZZ_CHECK (
             port == dist_port_for_step (cfg.port_lo, cfg.port_hi, (uint32_t) job, (uint32_t) step));
+        uint16_t ras =
+            dist_ras_port_for_step (cfg.port_lo, cfg.port_hi, (uint32_t) job, (uint32_t) step);
+        /* NCCL's RAS port: in the range and not MASTER_PORT, or none in a range of one */
+        FUZZ_CHECK (span == 1 ? ras == 0 : ras >= cfg.port_lo && ras <= cfg.port_hi && ras != port);
         /* the steps of one job get distinct ports while the range holds them */
-        if (span >= DIST_PORT_STEPS_PER_JOB && step % DIST_PORT_STEPS_PER_JOB != 0)
+        if (span >= DIST_PORT_BLOCK && step % DIST_PORT_STEPS_PER_JOB != 0)
             FUZZ_CHECK (port
                         != dist_port_for_step (cfg.port_lo, cfg.port_hi, (uint32_t) job,
                                                (uint32_t) (step - step % DIST_PORT_STEPS_PER_JOB)));

@@ -8,6 +8,7 @@
 #include <signal.h>
 
 #include "shim/dtshim.h"
+#include "libdist/slurmconf.h"
 #include "shim/wire.h"
 #include "tests/fuzz/fuzz.h"
 
@@ -53,7 +54,7 @@ static void conf_value (const uint8_t *data, size_t size)
     char *text = malloc (size > 0 ? size : 1), value[16];
 
     memcpy (text, data, size);
-    if (shim_conf_value (text, size, "PMIxCollFence", value, sizeof (value)))
+    if (dist_slurm_conf_value (text, size, "PMIxCollFence", value, sizeof (value)))
         FUZZ_CHECK (strlen (value) < sizeof (value) && strpbrk (value, " \t#\n") == NULL);
     free (text);
 }

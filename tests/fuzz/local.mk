@@ -29,6 +29,7 @@ FUZZ_HARNESSES = \
 	tests/fuzz/fuzz_wire \
 	tests/fuzz/fuzz_pmi2 \
 	tests/fuzz/fuzz_doctor \
+	tests/fuzz/fuzz_hang \
 	tests/fuzz/fuzz_spank
 
 # Builds the harnesses when $(FUZZ_CC) can link libFuzzer, else says why not.
@@ -88,7 +89,8 @@ FUZZ_SRC_handover = $(srcdir)/tests/fuzz/fuzz_handover.c $(srcdir)/libdist/hando
 tests/fuzz/fuzz_handover: $(FUZZ_SRC_handover) $(FUZZ_DEPS)
 	$(FUZZ_BUILD) $(FUZZ_SRC_handover)
 
-FUZZ_SRC_wire = $(srcdir)/tests/fuzz/fuzz_wire.c $(srcdir)/shim/wire.c
+FUZZ_SRC_wire = $(srcdir)/tests/fuzz/fuzz_wire.c $(srcdir)/shim/wire.c \
+	$(srcdir)/libdist/slurmconf.c
 tests/fuzz/fuzz_wire: $(FUZZ_SRC_wire) $(FUZZ_DEPS) $(srcdir)/shim/wire.h
 	$(FUZZ_BUILD) $(PMIX_CFLAGS) $(FUZZ_SRC_wire) -lm
 
@@ -103,6 +105,13 @@ FUZZ_SRC_doctor = $(srcdir)/tests/fuzz/fuzz_doctor.c $(srcdir)/tools/doctor/auth
 tests/fuzz/fuzz_doctor: $(FUZZ_SRC_doctor) $(FUZZ_DEPS) $(srcdir)/tools/doctor/doctor.h \
 		$(srcdir)/tools/doctor/auth.h $(srcdir)/tools/doctor/stack.h
 	$(FUZZ_BUILD) $(CRYPTO_CFLAGS) $(FUZZ_SRC_doctor) $(CRYPTO_LIBS)
+
+FUZZ_SRC_hang = $(srcdir)/tests/fuzz/fuzz_hang.c $(srcdir)/tools/doctor/hang.c \
+	$(srcdir)/tools/doctor/hangverdict.c $(srcdir)/tools/doctor/text.c \
+	$(srcdir)/tools/doctor/wire.c $(srcdir)/libdist/ranges.c $(srcdir)/libdist/handover.c
+tests/fuzz/fuzz_hang: $(FUZZ_SRC_hang) $(FUZZ_DEPS) $(srcdir)/tools/doctor/hang.h \
+		$(srcdir)/tools/doctor/doctor.h
+	$(FUZZ_BUILD) $(CRYPTO_CFLAGS) $(FUZZ_SRC_hang) $(CRYPTO_LIBS)
 
 # The plugin's own sources, linked as they are, with the stand-in slurmstepd:
 # the link's --wrap sends their name look-ups and CPU affinity to the
@@ -166,6 +175,7 @@ EXTRA_DIST += \
 	tests/fuzz/fuzz_wire.c \
 	tests/fuzz/fuzz_pmi2.c \
 	tests/fuzz/fuzz_doctor.c \
+	tests/fuzz/fuzz_hang.c \
 	tests/fuzz/fuzz_spank.c \
 	tests/fuzz/spank_standin.c \
 	tests/fuzz/spank_standin.h \

@@ -6,7 +6,7 @@
 # An ordinary user runs the steps (enroot gives an ordinary user's container
 # its own user namespace; pyxis joins it).  plugstack.conf includes a
 # plugstack.conf.d holding pyxis.conf and zz-dist-train.conf: the snippet's
-# name as the README gives it, so that dist-train loads after pyxis.  The
+# name as the admin guide gives it, so that dist-train loads after pyxis.  The
 # cluster is the site profile where this machine can run it.
 
 # shellcheck disable=SC2016 # the tasks expand the variables of these bash -c programs

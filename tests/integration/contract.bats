@@ -266,20 +266,16 @@ JOB
 }
 
 @test "a busy port fails the step at once, naming the port and the node" {
-    local conf="$MINICLUSTER_DIR/plugstack.oneport"
+    local conf="$MINICLUSTER_DIR/plugstack.oneport" HOLDER
+    # something else listens on node1's port 29999
+    hold_port node1 29999 30 || { kill "$HOLDER" 2>/dev/null; return 1; }
     echo "required $PLUGIN_SO port_range=29999-29999" > "$conf"
     cp "$MINICLUSTER_DIR/plugstack.conf" "$MINICLUSTER_DIR/plugstack.good"
     cp "$conf" "$MINICLUSTER_DIR/plugstack.conf"
-    # something else listens on node1's port 29999
-    timeout 60 "$MINICLUSTER" exec --node node1 -- "$TORCH_PYTHON" -c '
-import socket, time
-s = socket.socket(); s.bind(("0.0.0.0", 29999)); s.listen(); time.sleep(30)' &
-    local holder=$!
-    sleep 1
     SECONDS=0
     run timeout 60 srun --dist-train -N2 -n2 true
     local took=$SECONDS
-    kill "$holder" 2>/dev/null || true
+    kill "$HOLDER" 2>/dev/null || true
     cp "$MINICLUSTER_DIR/plugstack.good" "$MINICLUSTER_DIR/plugstack.conf"
     echo "$output"
     [ "$status" -ne 0 ]

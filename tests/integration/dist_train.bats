@@ -55,17 +55,31 @@ setup() {
     [[ $(field "${lines[2]}" LOCAL_WORLD_SIZE) == 1 ]]
 }
 
-@test "two steps of one job, and two jobs, get different ports" {
-    local ports
+@test "two steps of one job, and two jobs, get different ports, NCCL's RAS port too" {
+    local ports line
+    # shellcheck disable=SC2016 # the task expands them
     ports=$(timeout 60 salloc -N1 bash -c \
-        'srun --dist-train -n1 printenv MASTER_PORT; srun --dist-train -n1 printenv MASTER_PORT')
+        'for s in 1 2; do srun --dist-train -n1 sh -c "echo \$MASTER_PORT \$NCCL_RAS_ADDR"; done')
     echo "ports of two steps: $ports"
-    [[ $(wc -l <<<"$ports") -eq 2 && $(sort -u <<<"$ports" | wc -l) -eq 2 ]]
+    [[ $(wc -l <<<"$ports") -eq 2 ]]
+    # each step's RAS port is the one after its MASTER_PORT; the four differ
+    while read -r line; do
+        [[ ${line#* } == "localhost:$((${line%% *} + 1))" ]]
+    done <<<"$ports"
+    local numbers=${ports//[ :]/$'\n'}
+    [[ $(grep -c '^[0-9]' <<<"$numbers") -eq 4 ]]
+    [[ $(grep '^[0-9]' <<<"$numbers" | sort -u | wc -l) -eq 4 ]]
     local a b
     a=$(timeout 60 srun --dist-train -N1 -n1 printenv MASTER_PORT)
     b=$(timeout 60 srun --dist-train -N1 -n1 printenv MASTER_PORT)
     echo "ports of two jobs: $a $b"
     [[ -n $a && -n $b && $a != "$b" ]]
+    # the user's is kept; the tf profile's tasks take the ports after MASTER_PORT: none
+    [[ $(NCCL_RAS_ADDR=localhost:4242 timeout 60 srun --dist-train -N1 -n1 printenv NCCL_RAS_ADDR) == localhost:4242 ]]
+    # shellcheck disable=SC2016 # the task expands it
+    run timeout 60 srun --dist-train=tf -N1 -n1 sh -c 'echo "ras=${NCCL_RAS_ADDR:-none}"'
+    echo "$output"
+    [[ $output == *"ras=none"* ]]
 }
 
 @test "without the flag the plugin sets nothing" {

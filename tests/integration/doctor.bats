@@ -138,11 +138,7 @@ assert r["problems"] == [], r' "$json"
 
 @test "MASTER_PORT taken on rank 0's node: named, with the fix" {
     # (a MASTER_PORT of the user's own: the plugin checks only the ports it chose)
-    timeout 60 "$MINICLUSTER" exec --node node1 -- "$TORCH_PYTHON" -c '
-import socket, time
-s = socket.socket(); s.bind(("0.0.0.0", 29555)); s.listen(); time.sleep(50)' &
-    HOLDER=$!
-    sleep 1
+    hold_port node1 29555 50
     MASTER_PORT=29555 run timeout 60 srun --dist-train -w node1,node2 -n2 "$DOCTOR" --timeout 5
     echo "$output"
     [ "$status" -ne 0 ]
@@ -238,7 +234,8 @@ print("store ok on rank", r, flush=True)' "$TOP/tests/integration/helpers"
 @test "an admin's port_range inside the kernel's ephemeral ports: a warning with the sysctl that fixes it" {
     PORT_RANGE=30000-40000
     gpu_cluster_plugstack 3 "topology=$GPU_XML port_range=$PORT_RANGE"
-    run timeout 60 srun --dist-train -N2 -n2 "$DOCTOR" --timeout 10
+    # (named: a node the last test's step still held would move the step to node2,node3)
+    run timeout 60 srun --dist-train -w node1,node2 -n2 "$DOCTOR" --timeout 10
     echo "$output"
     [ "$status" -eq 0 ]
     [[ $output == *"; ports 30000-40000 (SrunPortRange unset, ephemeral 32768-60999)"* ]]

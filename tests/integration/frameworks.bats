@@ -137,7 +137,7 @@ check_torchrun_world() {
     done
 }
 
-@test "submitit: the README's recipe trains with rank 0's address and the GPU order" {
+@test "submitit: the user guide's recipe trains with rank 0's address and the GPU order" {
     ranks -N2 --ntasks-per-node=2 --gres=gpu:4 --dist-train=submitit \
         "$TORCH_PYTHON" "$FRAMEWORKS" submitit recipe
     [[ ${#lines[@]} -eq 4 ]]

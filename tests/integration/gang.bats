@@ -27,6 +27,9 @@ setup() {
 }
 
 teardown() {
+    # (a step ended without a word from the shim or the plugin once, in a whole run
+    # only: what the daemons said)
+    node_logs_on_failure
     # an srun a test left in the background (under timeout, which passes
     # SIGTERM on to it), whatever became of the test
     [[ -n ${BG_SRUN:-} ]] || return 0

@@ -194,6 +194,10 @@ has_file() {
 }
 
 @test "configure takes the plugin directory and the include path from slurm.pc, says so, and refuses another Slurm's" {
+    # (two runs of configure against a made-up slurm.pc: what it checks is the same
+    # for every Slurm, whose own build the lane's and rpmbuild's configure check)
+    [[ -z ${DIST_TRAIN_GENERATION_ONLY:-} ]] ||
+        skip "configure reads slurm.pc the same way in every Slurm generation: scripts/check runs this on the host"
     local src=$WORK/configure
     mkdir -p "$src"
     tar -xzf "$TARBALL" -C "$src" --strip-components=1

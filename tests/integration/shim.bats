@@ -344,14 +344,16 @@ late_layouts() {
 
 # Every rank but the late one (rank $1 of $2, 3 s late) returned from the barrier when it
 # arrived: a fence without data collection may complete at once on every rank (Slurm's
-# tree fence, above), and a barrier must not.
+# tree fence, above), and a barrier must not.  (Not before 2.5 s; and within 2 s of the
+# late rank, far from the 300-s deadline a barrier that missed it would wait for: the
+# ranks' starts differ, and the last fence took 0.5 s beside the other lanes.)
 check_late_wait() {
     local r t others=0
     for ((r = 0; r < $2; r++)); do
         ((r == $1)) && continue
         t=$(sed -n "s/^rank $r: barrier returned 0 after \([0-9.]*\) s; then 0\$/\1/p" <<<"$output")
         [[ -n $t ]] || { echo "rank $r: no OK barrier"; return 1; }
-        awk -v t="$t" 'BEGIN { exit !(t >= 2.5 && t <= 3.5) }' || { echo "rank $r waited $t s"; return 1; }
+        awk -v t="$t" 'BEGIN { exit !(t >= 2.5 && t <= 5) }' || { echo "rank $r waited $t s"; return 1; }
         others=$((others + 1))
     done
     ((others == $2 - 1))

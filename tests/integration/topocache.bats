@@ -3,8 +3,9 @@
 # site topology file, whose nodes declare 8 CPUs (this machine has 2).  The
 # per-boot cache: the first step loads the live machine and saves it, later
 # steps read the cache; stale, corrupt or foreign caches are ignored and
-# rewritten; a step without GPUs or NICs never walks the PCI bus.  Binding
-# when Slurm names cores the machine lacks.
+# rewritten; a step without GPUs or NICs never walks the PCI bus, nor does one
+# whose user names GPUs on a machine that has none.  Binding when Slurm names
+# cores the machine lacks.
 
 load helpers/common
 
@@ -99,6 +100,18 @@ cache_key() {
     chown nobody "$CACHE_DIR/topology-node1.xml"
     [[ $(source_of node1 -N1 -n1 -w node1) == "live, without I/O devices" ]]
     [[ $(stat -c '%U %a' "$CACHE_DIR/topology-node1.xml") == "root 644" ]]
+}
+
+@test "a user's CUDA_VISIBLE_DEVICES on a machine without GPUs does not walk the PCI bus" {
+    rm -f "$CACHE_DIR/topology-node1.xml"
+    # (this machine has no GPU: what a step on a CPU node sees when its user sets these)
+    ! grep -qs '^0x10de$' /sys/bus/pci/devices/*/vendor || skip "this machine has NVIDIA devices"
+    run timeout 60 env CUDA_VISIBLE_DEVICES=0,1 SLURM_STEP_GPUS=0,1 srun --dist-train=verbose -w node1 true
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ $output == *"node1: Slurm gave the step GPU 0 but the topology has 0 NVIDIA GPUs: not bound"* ]]
+    # the machine as the step loaded it, without its I/O devices
+    [[ $(cache_key node1) == *" io=0" ]]
 }
 
 @test "NICs to place (nic=auto): I/O devices are loaded and cached, and serve later steps" {

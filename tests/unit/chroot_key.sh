@@ -70,7 +70,7 @@ printf '# a comment\n\n' >>"$work/tree/scripts/packages-chroot.txt"
 same "a comment in packages-chroot.txt"
 
 # shellcheck disable=SC2016
-sed -i 's/^run_timeout=\${SLURM_CHROOT_TIMEOUT:-3600}$/run_timeout=${SLURM_CHROOT_TIMEOUT:-60}/' "$chroot_cmd"
+sed -i 's/^run_timeout=\${SLURM_CHROOT_TIMEOUT:-[0-9]*}$/run_timeout=${SLURM_CHROOT_TIMEOUT:-60}/' "$chroot_cmd"
 grep -q 'TIMEOUT:-60}$' "$chroot_cmd" || fail "the edit of run_timeout did not apply"
 same "a change to how a tree is run (not built)"
 

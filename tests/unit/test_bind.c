@@ -11,6 +11,7 @@
 #include <string.h>
 #include <dirent.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -996,6 +997,63 @@ static void test_broken_xml (void **state)
     assert_int_equal (rmdir (tmp), 0);
 }
 
+/* A device in a sysfs-like directory: DIR/NAME/vendor and DIR/NAME/class. */
+static void pci_device (const char *dir, const char *name, const char *vendor, const char *cls)
+{
+    char path[1024];
+
+    snprintf (path, sizeof (path), "%s/%s", dir, name);
+    assert_int_equal (mkdir (path, 0755), 0);
+    snprintf (path, sizeof (path), "%s/%s/vendor", dir, name);
+    write_file (path, vendor, strlen (vendor));
+    snprintf (path, sizeof (path), "%s/%s/class", dir, name);
+    write_file (path, cls, strlen (cls));
+}
+
+static void pci_device_gone (const char *dir, const char *name)
+{
+    char path[1024];
+
+    snprintf (path, sizeof (path), "%s/%s/vendor", dir, name);
+    assert_int_equal (unlink (path), 0);
+    snprintf (path, sizeof (path), "%s/%s/class", dir, name);
+    assert_int_equal (unlink (path), 0);
+    snprintf (path, sizeof (path), "%s/%s", dir, name);
+    assert_int_equal (rmdir (path), 0);
+}
+
+/* GPUs are what hwloc's devices are taken for: NVIDIA's, of the VGA or 3D class;
+ * not the BMC's graphics, not an NVSwitch, not a file that does not parse. */
+static void test_pci_has_gpu (void **state)
+{
+    char tmp[] = "/tmp/test_bind_pci.XXXXXX", gone[1100];
+
+    (void) state;
+    assert_non_null (mkdtemp (tmp));
+    snprintf (gone, sizeof (gone), "%s/none", tmp);
+    assert_false (dist_pci_has_gpu (gone));
+    assert_false (dist_pci_has_gpu (tmp));
+    pci_device (tmp, "0000:00:00.0", "0x8086\n", "0x060000\n");
+    pci_device (tmp, "0000:02:00.0", "0x102b\n", "0x030000\n"); /* BMC graphics */
+    pci_device (tmp, "0000:c1:00.0", "0x10de\n", "0x068000\n"); /* NVSwitch */
+    pci_device (tmp, "0000:c2:00.0", "0x10dez\n", "0x030200\n"); /* not a number */
+    pci_device (tmp, "0000:c3:00.0", "0x10de\n", "0x0302"); /* class cut short */
+    assert_false (dist_pci_has_gpu (tmp));
+    pci_device (tmp, "0000:07:00.0", "0x10de\n", "0x030200\n"); /* a 3D controller */
+    assert_true (dist_pci_has_gpu (tmp));
+    pci_device_gone (tmp, "0000:07:00.0");
+    pci_device (tmp, "0000:08:00.0", "0x10de", "0x030000"); /* VGA, no newline */
+    assert_true (dist_pci_has_gpu (tmp));
+    pci_device_gone (tmp, "0000:08:00.0");
+    assert_false (dist_pci_has_gpu (tmp));
+    pci_device_gone (tmp, "0000:00:00.0");
+    pci_device_gone (tmp, "0000:02:00.0");
+    pci_device_gone (tmp, "0000:c1:00.0");
+    pci_device_gone (tmp, "0000:c2:00.0");
+    pci_device_gone (tmp, "0000:c3:00.0");
+    assert_int_equal (rmdir (tmp), 0);
+}
+
 int main (void)
 {
     const struct CMUnitTest tests[] = {
@@ -1021,6 +1079,7 @@ int main (void)
         cmocka_unit_test (test_step_gpus_the_topology_lacks),
         cmocka_unit_test (test_most_tasks),
         cmocka_unit_test (test_broken_xml),
+        cmocka_unit_test (test_pci_has_gpu),
         cmocka_unit_test (test_mini_more_ranks_than_cpus_evenly),
         cmocka_unit_test (test_mini_cores_the_machine_lacks),
     };

@@ -85,7 +85,7 @@ static double task_exit_in_child (int stderr_fd, uint32_t rank, int status)
             _exit (90);
         task_status = status;
         task_rank = rank;
-        _exit (dist_failfast_task_exit (NULL, &ff) == 0 ? 0 : 91);
+        _exit (dist_train_failfast_task_exit (NULL, &ff) == 0 ? 0 : 91);
     }
     while (now () - start < 5.0 && (done = waitpid (pid, &wstatus, WNOHANG)) == 0)
         usleep (10000);

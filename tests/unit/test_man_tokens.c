@@ -1,5 +1,6 @@
 /* test_man_tokens.c - every SPEC token, SPEC setting and plugstack key the parser accepts is
- * documented, with its value syntax, in dist-train(8) and README.md, and is in each text made
+ * documented, with its value syntax, in dist-train(8) and in the guide of whoever sets it (the
+ * user guide for SPEC words, the admin guide for plugstack keys), and is in each text made
  * from the parser's table: the words come from that table (dist_config_word), so a new one
  * cannot be added without its documentation. */
 #include <setjmp.h>
@@ -16,8 +17,11 @@
 #ifndef MAN_PAGE
 #define MAN_PAGE "doc/man/dist-train.8"
 #endif
-#ifndef README
-#define README "README.md"
+#ifndef USER_GUIDE
+#define USER_GUIDE "doc/user-guide.md"
+#endif
+#ifndef ADMIN_GUIDE
+#define ADMIN_GUIDE "doc/admin-guide.md"
 #endif
 
 static int is_macro (const char *line, const char *name)
@@ -178,13 +182,15 @@ static void every_word_is_in_the_man_page (void **state)
     free (text);
 }
 
-static void every_word_is_in_the_readme (void **state)
+static void every_word_is_in_its_guide (void **state)
 {
-    char *text = read_text (README, 0);
+    char *user = read_text (USER_GUIDE, 0), *admin = read_text (ADMIN_GUIDE, 0);
 
     (void) state;
-    check_words (README, text, ALL_KINDS, SYNTAX);
-    free (text);
+    check_words (USER_GUIDE, user, SPEC_KINDS, SYNTAX);
+    check_words (ADMIN_GUIDE, admin, PLUGSTACK_KINDS, SYNTAX);
+    free (user);
+    free (admin);
 }
 
 /* What --dist-train=help, srun --help and an admin read name every word of theirs. */
@@ -249,7 +255,7 @@ int main (void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test (every_word_is_in_the_man_page),
-        cmocka_unit_test (every_word_is_in_the_readme),
+        cmocka_unit_test (every_word_is_in_its_guide),
         cmocka_unit_test (every_word_is_in_the_help_texts),
         cmocka_unit_test (every_word_is_in_the_messages),
         cmocka_unit_test (the_table_is_what_the_parser_accepts),

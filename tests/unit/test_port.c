@@ -28,16 +28,23 @@ static void test_deterministic (void **state)
                       dist_port_for_step (20000, 32767, 4242, 1));
 }
 
-/* Concurrent steps of one job never share a port. */
+/* Concurrent steps of one job never share a port, MASTER_PORT or RAS. */
 static void test_steps_of_a_job_differ (void **state)
 {
-    uint16_t seen[DIST_PORT_STEPS_PER_JOB];
+    uint16_t seen[2 * DIST_PORT_STEPS_PER_JOB];
     uint32_t s, t;
     for (s = 0; s < DIST_PORT_STEPS_PER_JOB; s++) {
-        seen[s] = dist_port_for_step (20000, 32767, 123456, s);
-        for (t = 0; t < s; t++)
-            assert_int_not_equal (seen[s], seen[t]);
+        seen[2 * s] = dist_port_for_step (20000, 32767, 123456, s);
+        seen[2 * s + 1] = dist_ras_port_for_step (20000, 32767, 123456, s);
+        for (t = 0; t < 2 * s; t++) {
+            assert_int_not_equal (seen[2 * s], seen[t]);
+            assert_int_not_equal (seen[2 * s + 1], seen[t]);
+        }
+        assert_int_not_equal (seen[2 * s], seen[2 * s + 1]);
     }
+    /* the pairs come round again after DIST_PORT_STEPS_PER_JOB steps */
+    assert_int_equal (dist_port_for_step (20000, 32767, 123456, DIST_PORT_STEPS_PER_JOB + 1),
+                      seen[2]);
 }
 
 /* Jobs that run at the same time have close ids: none of their first
@@ -51,14 +58,20 @@ static void test_neighbour_jobs_differ (void **state)
     for (j = first; j < first + jobs; j++)
         for (s = 0; s < 4; s++) {
             uint16_t p = dist_port_for_step (20000, 32767, j, s);
+            uint16_t r = dist_ras_port_for_step (20000, 32767, j, s);
             assert_int_equal (used[p], 0);
             used[p] = 1;
+            assert_int_equal (used[r], 0);
+            used[r] = 1;
         }
 }
 
 static void test_single_port_range (void **state)
 {
     assert_int_equal (dist_port_for_step (29500, 29500, 77, 5), 29500);
+    /* no second port: NCCL's RAS keeps its own default */
+    assert_int_equal (dist_ras_port_for_step (29500, 29500, 77, 5), 0);
+    assert_int_equal (dist_ras_port_for_step (29500, 29501, 77, 5), 29501);
 }
 
 int main (void)

@@ -56,15 +56,15 @@ struct load {
 /* Load as a step does: where the topology came from, TOPO_NONE when it failed. */
 static enum topo_source load (struct load *l, bool need_io, char *err, size_t errsz)
 {
-    if ((l->nt = dist_topology_new (&cfg)) == NULL)
+    if ((l->nt = dist_train_topology_new (&cfg)) == NULL)
         return TOPO_NONE;
-    l->t = dist_topology_load (l->nt, need_io, err, errsz);
-    return l->t != NULL ? dist_topology_source (l->nt) : TOPO_NONE;
+    l->t = dist_train_topology_load (l->nt, need_io, err, errsz);
+    return l->t != NULL ? dist_train_topology_source (l->nt) : TOPO_NONE;
 }
 
 static void unload (struct load *l)
 {
-    dist_topology_free (l->nt);
+    dist_train_topology_free (l->nt);
     l->nt = NULL;
     l->t = NULL;
 }
@@ -246,8 +246,8 @@ static int child_saves_cache (void)
         return CHILD_AFFINITY;
     if (load (&t, false, err, sizeof (err)) != TOPO_LIVE)
         return CHILD_LOAD;
-    dist_topology_planned (t.nt);
-    dist_topology_save (t.nt);
+    dist_train_topology_planned (t.nt);
+    dist_train_topology_save (t.nt);
     unload (&t);
     if (access (OURS, F_OK) < 0)
         return CHILD_SAVE;
@@ -340,8 +340,8 @@ static void load_and_save (void)
     struct load t;
 
     assert_int_not_equal (load (&t, false, err, sizeof (err)), TOPO_NONE);
-    dist_topology_planned (t.nt);
-    dist_topology_save (t.nt);
+    dist_train_topology_planned (t.nt);
+    dist_train_topology_save (t.nt);
     unload (&t);
 }
 
@@ -632,8 +632,8 @@ static void test_hwloc_xmlfile_checked_copy (void **state)
     if (load (&t, true, err, sizeof (err)) != TOPO_SITE_FILE)
         fail_msg ("HWLOC_XMLFILE=%s: %s", xml, err);
     assert_int_equal (t.t->ngpus, 4);
-    dist_topology_planned (t.nt);
-    dist_topology_save (t.nt);
+    dist_train_topology_planned (t.nt);
+    dist_train_topology_save (t.nt);
     unload (&t);
     assert_int_equal (access (CACHE "/site-topology-testnode.xml", F_OK), 0);
     assert_int_equal (load (&t, true, err, sizeof (err)), TOPO_SITE_COPY);
@@ -735,7 +735,7 @@ static int child_saves_from_a_container (void)
     alarm (30);
     if (load (&t, false, err, sizeof (err)) != TOPO_LIVE)
         return SAVE_LOAD;
-    dist_topology_planned (t.nt);
+    dist_train_topology_planned (t.nt);
     /* the container: its own /run, with the directory a --container-mounts would give,
      * and /proc/sys/kernel/random/boot_id bound to a file of its own */
     if (unshare (CLONE_NEWNS) < 0 || mount (NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0
@@ -746,8 +746,8 @@ static int child_saves_from_a_container (void)
         || close (fd) < 0
         || mount ("/run/boot_id", "/proc/sys/kernel/random/boot_id", NULL, MS_BIND, NULL) < 0)
         return SAVE_NAMESPACE;
-    dist_topology_save (t.nt);
-    dist_topology_task_done (t.nt);
+    dist_train_topology_save (t.nt);
+    dist_train_topology_task_done (t.nt);
     unload (&t);
     if ((d = opendir ("/run/slurm-dist-train")) == NULL)
         return SAVE_NAMESPACE;
@@ -774,7 +774,7 @@ static void test_save_stays_in_the_hosts_namespace (void **state)
     if (pid == 0)
         _exit (child_saves_from_a_container ());
     assert_int_equal (waitpid (pid, &status, 0), pid);
-    if (!WIFEXITED (status) || WEXITSTATUS (status) >= sizeof (what) / sizeof (what[0]))
+    if (!WIFEXITED (status) || (size_t) WEXITSTATUS (status) >= sizeof (what) / sizeof (what[0]))
         fail_msg ("the child ended with wait status 0x%x", (unsigned) status);
     if (WEXITSTATUS (status) != SAVE_OK)
         fail_msg ("%s", what[WEXITSTATUS (status)]);

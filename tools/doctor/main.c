@@ -21,6 +21,7 @@
 #include "doctor.h"
 #include "auth.h"
 #include "facts.h"
+#include "hang.h"
 #include "net.h"
 #include "probe.h"
 #include "serve.h"
@@ -463,6 +464,10 @@ int main (int argc, char **argv)
     bool have_nofile;
     int rc;
 
+    if (argc > 1 && strcmp (argv[1], "hang") == 0)
+        return hang_main (argc - 1, argv + 1);
+    if (argc > 1 && (strcmp (argv[1], "hang-probe") == 0 || strcmp (argv[1], "hang-reach") == 0))
+        return hang_probe_main (argc - 1, argv + 1);
     /* rank 0 raises its descriptor limit for the ranks' connections; the
      * program --then runs must start with the limit the task was given */
     have_nofile = getrlimit (RLIMIT_NOFILE, &nofile) == 0;

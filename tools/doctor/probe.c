@@ -20,7 +20,7 @@
 #include "probe.h"
 #include "stack.h"
 #include "libdist/io.h"
-#include "shim/wire.h"
+#include "libdist/slurmconf.h"
 
 #define CONF_MAX (4 << 20) /* slurm.conf, bytes */
 #define PLUGIN_FILE_MAX (64 << 20) /* mpi_pmix.so, bytes */
@@ -62,7 +62,7 @@ static bool conf_value (const struct probe *p, const char *key, char *out, size_
     char raw[PATH_MAX];
 
     out[0] = '\0';
-    if (p->conf == NULL || !shim_conf_value (p->conf, p->conf_len, key, raw, sizeof (raw)))
+    if (p->conf == NULL || !dist_slurm_conf_value (p->conf, p->conf_len, key, raw, sizeof (raw)))
         return false;
     doctor_printable (out, size, raw);
     return true;

@@ -80,6 +80,40 @@ node_addr() {
     scontrol show node "$1" -o | tr ' ' '\n' | sed -n 's/^NodeAddr=//p'
 }
 
+# node_logs_on_failure [LINES]: in a teardown, after a test that failed, the last
+# LINES (default 60) of slurmctld's log and of each node's slurmd log, for a
+# failure that does not come back when the test runs alone.
+node_logs_on_failure() {
+    [[ -z ${BATS_TEST_COMPLETED:-} ]] || return 0
+    local lines=${1:-60} log
+    for log in "$MINICLUSTER_DIR"/slurmctld/slurmctld.log "$MINICLUSTER_DIR"/nodes/*/slurmd.log; do
+        [[ -f $log ]] || continue
+        echo "--- the last $lines lines of $log" >&2
+        tail -n "$lines" -- "$log" >&2
+    done
+}
+
+# hold_port NODE PORT SECONDS: a process on NODE that listens on PORT for SECONDS, its
+# pid in HOLDER (the caller kills it); returns once it listens.  A step started before
+# then would find the port free: a Python start takes seconds on a busy machine.
+hold_port() {
+    # (the cluster's directory: a node has a /tmp of its own)
+    local node=$1 port=$2 seconds=$3 ready="$MINICLUSTER_DIR/listening-$2"
+    rm -f "$ready"
+    timeout $((seconds + 10)) "$MINICLUSTER" exec --node "$node" -- "$TORCH_PYTHON" -c '
+import socket, sys, time
+s = socket.socket(); s.bind(("0.0.0.0", int(sys.argv[1]))); s.listen()
+open(sys.argv[2], "w").close(); time.sleep(float(sys.argv[3]))' "$port" "$ready" "$seconds" &
+    HOLDER=$!
+    for _ in $(seq 300); do
+        [[ -e $ready ]] && return 0
+        kill -0 "$HOLDER" 2>/dev/null || break
+        sleep 0.1
+    done
+    echo "nothing listens on $node's port $port after 30 s" >&2
+    return 1
+}
+
 # Run task-env in a step; one line per task, sorted by rank, in $lines.
 step_env() {
     local out

@@ -7,7 +7,7 @@ One line per rank on stdout, for frameworks.bats:
                      picks, whether it registers its Slurm auto-requeue
   submitit export    submitit 1.5.4: TorchDistributedEnvironment().export()
                      as most programs call it
-  submitit recipe    the README's recipe: export() with rank 0's address and
+  submitit recipe    the user guide's recipe: export() with rank 0's address and
                      port from DIST_TRAIN_MASTER_ADDR/_PORT, and the GPU order kept
   deepspeed          DeepSpeed 0.19.6: whether init_distributed() skips its
                      discovery (mpi4py) and takes the process group from the

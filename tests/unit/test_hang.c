@@ -1,0 +1,449 @@
+/* test_hang.c - dist-train-doctor hang: the verdict over probe lines for
+ * each way a step hangs (and two ways it does not), the probe's lines
+ * against hostile input, and the probe itself on real processes of a
+ * made-up step: one stopped, one asleep where the others read. */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "tools/doctor/hang.h"
+
+/* A rank line: rank r of world on node, in state st, waiting in sys/wchan,
+ * with cpu ms of CPU and io bytes in a 2 s window. */
+static void rank_line (struct hang_sample *s, long r, long world, const char *node, char st,
+                       const char *sys, const char *wchan, long cpu, long io)
+{
+    char line[512];
+
+    snprintf (line, sizeof (line),
+              "rank rank=%ld world=%ld node=%s pid=%ld state=%c syscall=%s wchan=%s cpu_ms=%ld "
+              "io=%ld window_ms=2000 nproc=1",
+              r, world, node, 100 + r, st, sys, wchan, cpu, io);
+    assert_int_equal (hang_sample_parse_line (s, line), 0);
+}
+
+static void sock_line (struct hang_sample *s, long r, const char *local, const char *remote,
+                       unsigned long txq, unsigned long rxq, unsigned long retr)
+{
+    char line[512];
+
+    snprintf (line, sizeof (line), "sock rank=%ld local=%s remote=%s txq=%lu rxq=%lu retr=%lu", r,
+              local, remote, txq, rxq, retr);
+    assert_int_equal (hang_sample_parse_line (s, line), 0);
+}
+
+/* What node from's probe said of the host of node n<to> (10.0.0.<to>). */
+static void reaches (struct hang_sample *s, int from, int to, bool ok)
+{
+    char line[128];
+
+    snprintf (line, sizeof (line), "reach node=n%d addr=10.0.0.%d ok=%d why=%s", from, to, ok,
+              ok ? "-" : "no-route");
+    assert_int_equal (hang_sample_parse_line (s, line), 0);
+}
+
+/* 8 ranks, two per node n1..n4, all waiting in futex; rank i listens on
+ * 10.0.0.<node>:<5000+i>, and every pair is connected once. */
+static void step_of_8 (struct hang_sample *s)
+{
+    char node[16];
+
+    for (long r = 0; r < 8; r++) {
+        char line[64];
+        snprintf (node, sizeof (node), "n%ld", r / 2 + 1);
+        snprintf (line, sizeof (line), "node node=%s procs=2", node);
+        if (r % 2 == 0)
+            assert_int_equal (hang_sample_parse_line (s, line), 0);
+        rank_line (s, r, 8, node, 'S', "futex", "futex_wait_queue", 4, 0);
+    }
+}
+
+/* The connection between ranks a and b (a < b), with a's queues and b's. */
+static void connect_ranks (struct hang_sample *s, long a, long b, unsigned long a_tx,
+                           unsigned long a_rx, unsigned long b_tx, unsigned long b_rx,
+                           unsigned long retr)
+{
+    char ea[64], eb[64];
+
+    snprintf (ea, sizeof (ea), "10.0.0.%ld:%ld", a / 2 + 1, 6000 + a * 16 + b);
+    snprintf (eb, sizeof (eb), "10.0.0.%ld:%ld", b / 2 + 1, 5000 + b);
+    sock_line (s, a, ea, eb, a_tx, a_rx, retr);
+    sock_line (s, b, eb, ea, b_tx, b_rx, retr);
+}
+
+static void all_connected (struct hang_sample *s)
+{
+    for (long a = 0; a < 8; a++)
+        for (long b = a + 1; b < 8; b++)
+            connect_ranks (s, a, b, 0, 0, 0, 0, 0);
+}
+
+static size_t verdict (struct hang_sample *s, char *out, size_t size)
+{
+    size_t n;
+
+    hang_sample_finish (s);
+    n = hang_verdict (s, out, size);
+    print_message ("verdict: %s\n", out);
+    return n;
+}
+
+static void test_stopped (void **state)
+{
+    struct hang_sample s = HANG_SAMPLE_INIT;
+    char out[DOCTOR_LINE_MAX];
+
+    step_of_8 (&s);
+    s.rank[5].state = 'T';
+    snprintf (s.rank[5].wchan, sizeof (s.rank[5].wchan), "do_signal_stop");
+    all_connected (&s);
+    assert_int_equal (verdict (&s, out, sizeof (out)), 1);
+    assert_non_null (strstr (out, "rank 5 on n3 is stopped (SIGSTOP"));
+    assert_non_null (strstr (out, "7 ranks wait on it"));
+    hang_sample_free (&s);
+}
+
+static void test_missing_rank (void **state)
+{
+    struct hang_sample s = HANG_SAMPLE_INIT;
+    char out[DOCTOR_LINE_MAX];
+
+    step_of_8 (&s);
+    s.rank[3].rank = 2; /* rank 3's line gone: 2 is repeated, then dropped */
+    assert_int_equal (verdict (&s, out, sizeof (out)), 1);
+    assert_int_equal (s.nranks, 7);
+    assert_non_null (strstr (out, "rank 3 has no process"));
+    hang_sample_free (&s);
+}
+
+static void test_odd_wait (void **state)
+{
+    struct hang_sample s = HANG_SAMPLE_INIT;
+    char out[DOCTOR_LINE_MAX];
+
+    step_of_8 (&s);
+    snprintf (s.rank[6].syscall, sizeof (s.rank[6].syscall), "clock_nanosleep");
+    all_connected (&s);
+    assert_int_equal (verdict (&s, out, sizeof (out)), 1);
+    assert_non_null (strstr (out, "rank 6 on n4 waits in clock_nanosleep"));
+    assert_non_null (strstr (out, "7 others wait in futex"));
+    hang_sample_free (&s);
+}
+
+/* n2 (ranks 2 and 3) drops every packet: the connections to and from it
+ * hold unacknowledged data and retransmit; the others are quiet. */
+static void test_cut_node (void **state)
+{
+    struct hang_sample s = HANG_SAMPLE_INIT;
+    char out[DOCTOR_LINE_MAX], pair[2][HANG_ENDPOINT_MAX];
+
+    step_of_8 (&s);
+    for (long a = 0; a < 8; a++)
+        for (long b = a + 1; b < 8; b++) {
+            bool cut = (a / 2 == 1) != (b / 2 == 1);
+            connect_ranks (&s, a, b, cut ? 4096 : 0, 0, cut ? 4096 : 0, 0, cut ? 3 : 0);
+        }
+    assert_int_equal (verdict (&s, out, sizeof (out)), 2);
+    assert_non_null (strstr (out, "node n2 is cut off"));
+    assert_int_equal (hang_suspect_pair (&s, pair), -1);
+    assert_non_null (strstr (out, "24 connections to and from it"));
+    assert_non_null (strstr (out, "ranks 2-3 on n2"));
+    hang_sample_free (&s);
+}
+
+/* A ring's collective leaves one connection with data in flight to a node
+ * cut off: the pair alone does not say which end it is; the probes' tries
+ * to reach the other nodes do. */
+static void test_cut_node_one_connection (void **state)
+{
+    struct hang_sample s = HANG_SAMPLE_INIT;
+    char out[DOCTOR_LINE_MAX], pair[2][HANG_ENDPOINT_MAX];
+
+    step_of_8 (&s);
+    all_connected (&s);
+    connect_ranks (&s, 5, 6, 1024, 0, 0, 0, 4);
+    assert_int_equal (verdict (&s, out, sizeof (out)), 1);
+    assert_non_null (strstr (out, "the network between n3,n4 drops data"));
+    /* the front end asks every node about the pair */
+    assert_int_equal (hang_suspect_pair (&s, pair), 0);
+    assert_string_equal (pair[0], "10.0.0.3");
+    assert_string_equal (pair[1], "10.0.0.4");
+    /* n3 reaches no one; n4 reaches the others but n3 */
+    for (int n = 1; n <= 4; n++) {
+        if (n != 3)
+            reaches (&s, 3, n, false);
+        reaches (&s, 4, n, n != 3);
+    }
+    assert_int_equal (verdict (&s, out, sizeof (out)), 2);
+    assert_non_null (strstr (out, "node n3 is cut off: 1 connection to and from it"));
+    assert_int_equal (hang_suspect_pair (&s, pair), -1);
+    assert_non_null (strstr (out, "ranks 4-5 on n3"));
+    hang_sample_free (&s);
+}
+
+/* A route that fails on the node cut off is no retransmission: its data
+ * is only held, unacknowledged, while the step waits; the probes' tries
+ * tell whether that is a cut or a peer that does not read. */
+static void test_held_data (void **state)
+{
+    struct hang_sample s = HANG_SAMPLE_INIT;
+    char out[DOCTOR_LINE_MAX], pair[2][HANG_ENDPOINT_MAX];
+
+    step_of_8 (&s);
+    all_connected (&s);
+    connect_ranks (&s, 5, 6, 2048, 0, 0, 0, 0);
+    assert_int_equal (hang_suspect_pair (&s, pair), 0);
+    /* everyone reaches everyone: not the network */
+    for (int n = 1; n <= 4; n++)
+        reaches (&s, 1, n, true);
+    assert_int_equal (verdict (&s, out, sizeof (out)), 0);
+    assert_non_null (strstr (out, "no rank stands out"));
+    /* n3 reaches no one */
+    for (int n = 1; n <= 4; n++)
+        if (n != 3)
+            reaches (&s, 3, n, false);
+    assert_int_equal (verdict (&s, out, sizeof (out)), 2);
+    assert_non_null (strstr (out, "node n3 is cut off"));
+    /* a rank that works: held data is no sign then */
+    s.rank[0].cpu_ms = 1500;
+    assert_int_equal (verdict (&s, out, sizeof (out)), 1);
+    assert_non_null (strstr (out, "rank 0 on n1 works"));
+    hang_sample_free (&s);
+}
+
+/* The probe's tries: a refusal proves the path, silence or no route not. */
+static void test_reach (void **state)
+{
+    /* (no TCP path leads to a multicast group, on any machine) */
+    char endpoints[2][HANG_ENDPOINT_MAX] = {"127.0.0.1:0", "224.0.0.1:0"};
+    char *text = NULL;
+    size_t len;
+    FILE *f;
+
+    assert_non_null (f = open_memstream (&text, &len));
+    hang_reach (f, "n1", endpoints, 2);
+    fclose (f);
+    print_message ("%s", text);
+    assert_non_null (strstr (text, "reach node=n1 addr=127.0.0.1 ok=1 why=-\n"));
+    assert_non_null (strstr (text, "reach node=n1 addr=224.0.0.1 ok=0 why=no-route"));
+    free (text);
+}
+
+/* One bad link, between n1 and n4, is not a node cut off. */
+static void test_bad_link (void **state)
+{
+    struct hang_sample s = HANG_SAMPLE_INIT;
+    char out[DOCTOR_LINE_MAX];
+
+    step_of_8 (&s);
+    all_connected (&s);
+    connect_ranks (&s, 1, 7, 512, 0, 0, 0, 2);
+    assert_int_equal (verdict (&s, out, sizeof (out)), 1);
+    assert_non_null (strstr (out, "the network between n1,n4 drops data"));
+    hang_sample_free (&s);
+}
+
+static void test_working_rank (void **state)
+{
+    struct hang_sample s = HANG_SAMPLE_INIT;
+    char out[DOCTOR_LINE_MAX];
+
+    step_of_8 (&s);
+    s.rank[0].io_bytes = 200 * 1024 * 1024; /* a checkpoint */
+    all_connected (&s);
+    assert_int_equal (verdict (&s, out, sizeof (out)), 1);
+    assert_non_null (strstr (out, "rank 0 on n1 works (CPU or I/O) while 7 ranks wait"));
+    hang_sample_free (&s);
+}
+
+static void test_no_hang (void **state)
+{
+    struct hang_sample s = HANG_SAMPLE_INIT;
+    char out[DOCTOR_LINE_MAX];
+
+    step_of_8 (&s);
+    for (size_t i = 0; i < s.nranks; i++)
+        s.rank[i].cpu_ms = 900;
+    assert_int_equal (verdict (&s, out, sizeof (out)), 0);
+    assert_non_null (strstr (out, "no hang seen"));
+    hang_sample_free (&s);
+}
+
+/* Every rank waits alike and no socket holds data: nobody can be named. */
+static void test_all_alike (void **state)
+{
+    struct hang_sample s = HANG_SAMPLE_INIT;
+    char out[DOCTOR_LINE_MAX];
+
+    step_of_8 (&s);
+    all_connected (&s);
+    assert_int_equal (verdict (&s, out, sizeof (out)), 0);
+    assert_non_null (strstr (out, "no rank stands out: all 8 ranks wait alike"));
+    hang_sample_free (&s);
+}
+
+/* Rank 4 left what 1 and 7 sent it unread, where it waits like the rest. */
+static void test_unread (void **state)
+{
+    struct hang_sample s = HANG_SAMPLE_INIT;
+    char out[DOCTOR_LINE_MAX];
+    char *text = NULL;
+    size_t len;
+    FILE *f;
+
+    step_of_8 (&s);
+    for (long a = 0; a < 8; a++)
+        for (long b = a + 1; b < 8; b++)
+            connect_ranks (&s, a, b, 0, (a == 4 && b == 7) ? 800 : 0, 0,
+                           (a == 1 && b == 4) ? 800 : 0, 0);
+    assert_int_equal (verdict (&s, out, sizeof (out)), 1);
+    assert_non_null (strstr (out, "rank 4 on n3 has not read what peers sent it"));
+    /* the table says who waits on whom */
+    assert_non_null (f = open_memstream (&text, &len));
+    assert_int_equal (hang_report (f, "77.0", &s), 1);
+    fclose (f);
+    print_message ("%s", text);
+    assert_non_null (strstr (text, "step 77.0, 8 ranks found on 4 nodes"));
+    assert_non_null (strstr (text, "verdict: rank 4 on n3"));
+    /* ranks 1 and 7 wait on 4; 2 on nobody */
+    assert_non_null (strstr (text, "0 B  4\n2       n2 "));
+    assert_non_null (strstr (text, "0 B  -\n3       n2 "));
+    assert_non_null (strstr (text, "0 B  4\n(each node's probe: at most 0 ms of CPU)\nverdict"));
+    free (text);
+    hang_sample_free (&s);
+}
+
+static void test_bad_lines (void **state)
+{
+    struct hang_sample s = HANG_SAMPLE_INIT;
+    const char *bad[] = {
+        "rank rank=1",
+        "rank rank=-1 world=2 node=a pid=1 state=S syscall=x wchan=y cpu_ms=0 io=0 window_ms=1 "
+        "nproc=1",
+        "rank rank=99999999 world=2 node=a pid=1 state=S syscall=x wchan=y cpu_ms=0 io=0 "
+        "window_ms=1 nproc=1",
+        "sock rank=1 local=a remote=b txq=x rxq=0 retr=0",
+        "node",
+        "srun: error: something",
+    };
+
+    for (size_t i = 0; i < sizeof (bad) / sizeof (bad[0]); i++)
+        assert_int_equal (hang_sample_parse_line (&s, bad[i]), -1);
+    assert_int_equal (hang_sample_parse_line (&s, "   "), 0);
+    /* a value longer than its field is cut, not overrun */
+    assert_int_equal (
+        hang_sample_parse_line (
+            &s,
+            "rank rank=1 world=2 "
+            "node=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa "
+            "pid=1 state=S syscall=futex wchan=w cpu_ms=0 io=0 window_ms=0 "
+            "nproc=1"),
+        0);
+    assert_int_equal (strlen (s.rank[0].node), DOCTOR_NAME_MAX - 1);
+    assert_int_equal (s.rank[0].window_ms, 1);
+    hang_sample_free (&s);
+}
+
+/* A task of the made-up step: prog with the step's environment. */
+static pid_t start_task (unsigned long job, long rank, const char *prog, char *const argv[],
+                         int *in)
+{
+    char jobv[64], rankv[32];
+    char *envp[] = {jobv, "SLURM_STEP_ID=3", rankv, "WORLD_SIZE=3", NULL};
+    int fds[2];
+    pid_t pid;
+
+    assert_int_equal (pipe (fds), 0);
+    snprintf (jobv, sizeof (jobv), "SLURM_JOB_ID=%lu", job);
+    snprintf (rankv, sizeof (rankv), "RANK=%ld", rank);
+    pid = fork ();
+    assert_true (pid >= 0);
+    if (pid == 0) {
+        dup2 (fds[0], 0);
+        close (fds[1]);
+        execve (prog, argv, envp);
+        _exit (127);
+    }
+    close (fds[0]);
+    *in = fds[1];
+    return pid;
+}
+
+/* The probe on real processes: ranks 0 and 1 read a pipe (cat), rank 2
+ * sleeps; then rank 1 is stopped. */
+static void test_probe_real (void **state)
+{
+    unsigned long job = 3000000000UL + (unsigned long) getpid ();
+    char *cat[] = {"cat", NULL}, *sleep_argv[] = {"sleep", "60", NULL};
+    struct hang_sample s = HANG_SAMPLE_INIT;
+    char out[DOCTOR_LINE_MAX], *text = NULL, *line, *save = NULL;
+    pid_t pid[3];
+    int in[3];
+    size_t len;
+    FILE *f;
+
+    pid[0] = start_task (job, 0, "/bin/cat", cat, &in[0]);
+    pid[1] = start_task (job, 1, "/bin/cat", cat, &in[1]);
+    pid[2] = start_task (job, 2, "/bin/sleep", sleep_argv, &in[2]);
+    nanosleep (&(struct timespec){0, 300 * 1000 * 1000}, NULL);
+
+    for (int round = 0; round < 2; round++) {
+        if (round == 1)
+            kill (pid[1], SIGSTOP);
+        assert_non_null (f = open_memstream (&text, &len));
+        assert_int_equal (hang_probe (f, "/proc", job, 3, 300), 0);
+        fclose (f);
+        print_message ("%s", text);
+        for (line = strtok_r (text, "\n", &save); line; line = strtok_r (NULL, "\n", &save))
+            assert_int_equal (hang_sample_parse_line (&s, line), 0);
+        free (text);
+        text = NULL;
+        assert_int_equal (s.nranks, 3);
+        assert_int_equal (verdict (&s, out, sizeof (out)), 1);
+        if (round == 0) {
+            assert_string_equal (s.rank[0].syscall, "read");
+            assert_non_null (strstr (out, "rank 2 on "));
+            assert_non_null (strstr (out, "waits in clock_nanosleep"));
+        } else {
+            assert_int_equal (s.rank[1].state, 'T');
+            assert_non_null (strstr (out, "rank 1 on "));
+            assert_non_null (strstr (out, "is stopped (SIGSTOP"));
+        }
+        hang_sample_free (&s);
+    }
+    for (int i = 0; i < 3; i++) {
+        kill (pid[i], SIGKILL);
+        close (in[i]);
+        waitpid (pid[i], NULL, 0);
+    }
+}
+
+int main (void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test (test_stopped),
+        cmocka_unit_test (test_missing_rank),
+        cmocka_unit_test (test_odd_wait),
+        cmocka_unit_test (test_cut_node),
+        cmocka_unit_test (test_cut_node_one_connection),
+        cmocka_unit_test (test_held_data),
+        cmocka_unit_test (test_reach),
+        cmocka_unit_test (test_bad_link),
+        cmocka_unit_test (test_working_rank),
+        cmocka_unit_test (test_no_hang),
+        cmocka_unit_test (test_all_alike),
+        cmocka_unit_test (test_unread),
+        cmocka_unit_test (test_bad_lines),
+        cmocka_unit_test (test_probe_real),
+    };
+    return cmocka_run_group_tests (tests, NULL, NULL);
+}
