@@ -187,6 +187,18 @@ static int set_count (struct parse *p, const struct word *w, const char *val)
     return 0;
 }
 
+/* hang=SECONDS: off or 0, else at least DIST_HANG_MIN_S. */
+static int set_hang (struct parse *p, const struct word *w, const char *val)
+{
+    uint32_t n = 0;
+
+    if (strcmp (val, "off") != 0
+        && (parse_count (val, 0, DIST_HANG_MAX_S, &n) < 0 || (n > 0 && n < DIST_HANG_MIN_S)))
+        return -1;
+    store (p->cfg, w, n);
+    return 0;
+}
+
 /* An absolute path that fits its field. */
 static int set_path (struct parse *p, const struct word *w, const char *val)
 {
@@ -306,6 +318,13 @@ static const struct word words[] = {
      .syntax = "SECONDS", .takes = "seconds, e.g. watchdog=600 (0 = off)",
      .help = "end the step when a rank using the shim has not called\n"
              "dtshim_progress() for SECONDS (off by default)"},
+    {"hang", SETTING, set_hang, FIELD (hang_user, FIELD_INT), .syntax = "SECONDS",
+     .takes =
+         "seconds, " STR (DIST_HANG_MIN_S) " to " STR (DIST_HANG_MAX_S) ", or off (e.g. hang=600)",
+     .help = "stop the step, naming the rank or node the others wait on,\n"
+             "when no rank has used CPU or done I/O for SECONDS (off by\n"
+             "default; the doctor's hang report, with no change to the\n"
+             "program)"},
     {"nproc", SETTING, set_count, FIELD (nproc, FIELD_U32), .lo = 1, .hi = DIST_NPROC_MAX,
      .syntax = "N",
      .takes = "the processes a launcher starts on each node, 1 to " STR (DIST_NPROC_MAX),
@@ -341,6 +360,10 @@ static const struct word words[] = {
     {"fail_fast", PLUGSTACK, ON_OFF (fail_fast_site, FIELD_BOOL),
      .help = "when a task fails, stop the step on every node (default\n"
              "on); off keeps Slurm's behaviour for every user"},
+    {"hang", PLUGSTACK, set_hang, FIELD (hang_site, FIELD_U32), .syntax = "SECONDS",
+     .takes = "seconds, " STR (DIST_HANG_MIN_S) " to " STR (DIST_HANG_MAX_S) ", or off",
+     .help = "the default of hang= for every step (default off); users\n"
+             "can set their own, or hang=off"},
     {"preflight", PLUGSTACK, ON_OFF (preflight_site, FIELD_BOOL),
      .help = "start every step with dist-train-doctor's check of\n"
              "addresses, MASTER_PORT and binding (default off; Slurm\n"
@@ -505,6 +528,7 @@ void dist_config_init (struct dist_config *cfg)
     cfg->fail_fast_site = true;
     cfg->fail_fast_user = -1;
     cfg->preflight_user = -1;
+    cfg->hang_user = -1;
 #ifdef DIST_TRAIN_DOCTOR
     snprintf (cfg->doctor, sizeof (cfg->doctor), "%s", DIST_TRAIN_DOCTOR);
 #else
@@ -517,6 +541,13 @@ bool dist_config_preflight (const struct dist_config *cfg)
     if (cfg->profile == DIST_PROFILE_LAUNCHER)
         return false;
     return cfg->preflight_user < 0 ? cfg->preflight_site : cfg->preflight_user == 1;
+}
+
+uint32_t dist_config_hang (const struct dist_config *cfg)
+{
+    if (cfg->profile == DIST_PROFILE_LAUNCHER)
+        return 0;
+    return cfg->hang_user < 0 ? cfg->hang_site : (uint32_t) cfg->hang_user;
 }
 
 bool dist_config_fail_fast (const struct dist_config *cfg)

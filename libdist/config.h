@@ -45,6 +45,11 @@ enum dist_bind {
 
 #define DIST_PATH_MAX 512
 
+/* hang=: shorter than this, a slow collective or a pause for I/O would stop
+ * a healthy step; longer than a time limit is pointless. */
+#define DIST_HANG_MIN_S 10
+#define DIST_HANG_MAX_S 10000000
+
 struct dist_config {
     enum dist_profile profile;
     bool verbose;
@@ -60,6 +65,8 @@ struct dist_config {
     bool fail_fast_site; /* plugstack fail_fast=, on by default */
     int fail_fast_user; /* SPEC fail_fast=: -1 not given, 0 off, 1 on */
     uint32_t watchdog_s; /* SPEC watchdog=: DIST_TRAIN_WATCHDOG, 0 = off */
+    uint32_t hang_site; /* plugstack hang=: seconds, 0 = off (the default) */
+    int hang_user; /* SPEC hang=: seconds, 0 = off, -1 not given */
     bool preflight_site; /* plugstack preflight=, off by default */
     int preflight_user; /* SPEC preflight / preflight=: -1 not given, 0, 1 */
     char doctor[DIST_PATH_MAX]; /* plugstack doctor=PATH: dist-train-doctor */
@@ -73,6 +80,11 @@ const char *dist_profile_name (enum dist_profile profile);
 /* Whether each step starts with dist-train-doctor's check: the user's choice, else the
  * site's default; never for the launcher profile, whose one task per node is not a rank. */
 bool dist_config_preflight (const struct dist_config *cfg);
+
+/* The seconds without progress on any rank after which the step is stopped
+ * (hang=): the user's choice, else the site's default; 0 for off, and for the
+ * launcher profile, whose one task per node is not a rank. */
+uint32_t dist_config_hang (const struct dist_config *cfg);
 
 /* Whether one failed task stops the whole step: the site's "off" cannot be
  * overridden; else the user's choice, else on. */

@@ -65,6 +65,18 @@ int dist_train_layout_load (spank_t sp, const struct dist_step *st,
 
 /* local.c (srun): refuse what must not start (-1) before the step is made,
  * then hand the nodes what only srun knows. */
+/* hangwatch.c: hang=SECONDS, the node's watcher, started as the job's user
+ * by the node's first task; 0, or -1 after saying why it could not be. */
+struct dist_hang_watch {
+    const char *doctor, *node_name;
+    const char *addr, *key; /* MASTER_ADDR, the step's key ("" none) */
+    uint32_t job_id, step_id, seconds;
+    uint32_t node_count, node_id, local_tasks; /* node_id: SLURM_NODEID */
+    uint16_t port; /* the decider's, on MASTER_ADDR: the step's second */
+    bool lead; /* this node runs rank 0: its watcher decides */
+};
+int dist_train_hang_watch_start (spank_t sp, const struct dist_hang_watch *h);
+
 int dist_train_local_check (const struct dist_config *cfg);
 int dist_train_local_user_init (spank_t sp, const struct dist_config *cfg);
 

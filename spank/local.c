@@ -174,6 +174,19 @@ int dist_train_local_check (const struct dist_config *cfg)
                      SLURM_VERSION_MINOR (SLURM_VERSION_NUMBER));
         return -1;
     }
+    if (dist_config_hang (cfg) > 0 && cfg->profile == DIST_PROFILE_TF) {
+        slurm_error ("%s: hang= needs the port after MASTER_PORT for its watchers, and the tf "
+                     "profile gives that port to TensorFlow's second task: use the torch "
+                     "profile, or --dist-train=tf,hang=off",
+                     PLUGIN_NAME);
+        return -1;
+    }
+    if (dist_config_hang (cfg) > 0 && cfg->port_lo == cfg->port_hi) {
+        slurm_error ("%s: hang= needs two ports per step, and the site's port_range (%u-%u) has "
+                     "one: ask your admin for a wider port_range, or use --dist-train=hang=off",
+                     PLUGIN_NAME, (unsigned) cfg->port_lo, (unsigned) cfg->port_hi);
+        return -1;
+    }
     return 0;
 }
 

@@ -547,6 +547,31 @@ static int prepend_doctor (const struct stepd_node *n, const struct task *t)
     return 0;
 }
 
+/* hang=SECONDS: the node's watcher, started by its first task; the one on
+ * rank 0's node decides. */
+static void start_hang_watch (const struct stepd_node *n, const struct task *t)
+{
+    uint32_t rank0 = n->have_order ? n->order.slurm_rank0 : 0, lid;
+    struct dist_hang_watch h = {
+        .doctor = n->cfg->doctor,
+        .node_name = n->node_name,
+        .addr = n->step.master_addr,
+        .key = n->have_srun ? n->srun.key : "",
+        .job_id = n->step.job_id,
+        .step_id = n->step.step_id,
+        .seconds = dist_config_hang (n->cfg),
+        .node_count = n->step.node_count,
+        .node_id = n->slurm_node,
+        .local_tasks = n->step.local_world_size,
+        .port = n->step.ras_port,
+    };
+
+    if (h.seconds == 0 || t->local_rank != 0)
+        return;
+    h.lead = spank_get_item (t->sp, S_JOB_GLOBAL_TO_LOCAL_ID, rank0, &lid) == ESPANK_SUCCESS;
+    (void) dist_train_hang_watch_start (t->sp, &h);
+}
+
 int dist_train_remote_task_init (spank_t sp)
 {
     const struct stepd_node *n = node;
@@ -567,7 +592,10 @@ int dist_train_remote_task_init (spank_t sp)
     if (set_variables (n, &t) < 0 || set_group_variables (n, &t) < 0)
         return -1;
     set_rank_layout (n, &t);
-    return prepend_doctor (n, &t);
+    if (prepend_doctor (n, &t) < 0)
+        return -1;
+    start_hang_watch (n, &t);
+    return 0;
 }
 
 int dist_train_remote_task_exit (spank_t sp)

@@ -34,7 +34,7 @@ teardown_file() {
         pid=$(cat "$CTL/srun.pid")
         rm -f "$CTL"/sleep.*
         for p in "$CTL"/pid.*; do [[ -f $p ]] && kill -CONT "$(cat "$p")" 2>/dev/null; done
-        restore_node6
+        node_uncut node6 8
         # (not a clean stop: after the cut, TCP's backoff holds the step a minute)
         scancel -n hangloop 2>/dev/null || true
         timeout 30 tail --pid="$pid" -f /dev/null || kill -TERM "$pid" 2>/dev/null || true
@@ -52,20 +52,6 @@ teardown() {
     node_logs_on_failure 20
 }
 
-# The routes that cut node6 off from the other nodes.
-cut_node6() {
-    local n
-    for n in 1 2 3 4 5 7 8; do
-        ip -n dt-node6 route add blackhole "$(node_addr "node$n")/32"
-    done
-}
-
-restore_node6() {
-    local n
-    for n in 1 2 3 4 5 7 8; do
-        ip -n dt-node6 route del blackhole "$(node_addr "node$n")/32" 2>/dev/null || true
-    done
-}
 
 # The loop goes on: rank 0's iteration moves within $1 seconds.
 step_goes_on() {
@@ -129,12 +115,12 @@ step_held() {
 }
 
 @test "hang: a node cut off from the others is named" {
-    cut_node6
+    node_cut node6 8
     step_held
     # the connections retransmit after their first timeout
     sleep 2
     run timeout 90 "$DOCTOR" hang "$STEP"
-    restore_node6
+    node_uncut node6 8
     echo "$output"
     [ "$status" -eq 1 ]
     [[ $output == *"verdict: node node6 is cut off: "*" to and from it retransmit"*"(ranks 10-11 on node6)"* ]]

@@ -25,6 +25,7 @@ enum probe {
     FAIL_FAST,
     PREFLIGHT,
     WATCHDOG,
+    HANG,
     NPROC,
     NIC,
     PORT_LO,
@@ -62,6 +63,8 @@ static long probe (const struct dist_config *cfg, enum probe p)
         return dist_config_preflight (cfg);
     case WATCHDOG:
         return cfg->watchdog_s;
+    case HANG:
+        return dist_config_hang (cfg);
     case NPROC:
         return cfg->nproc;
     case NIC:
@@ -289,6 +292,29 @@ static const struct step watchdog[] = {
     {SPEC, "watchdog=", .rc = -1},
 };
 
+/* hang=: off by default; the user's value, else the site's; never under
+ * 10 s; none for the launcher profile. */
+static const struct step hang[] = {
+    {SPEC, "torch", .probe = HANG, .want = 0},
+    {SPEC, "hang=600", .probe = HANG, .want = 600},
+    {SPEC, "hang=off", .probe = HANG, .want = 0},
+    {SPEC, "hang=10", .probe = HANG, .want = 10},
+    {SPEC, "hang=9", .rc = -1, .says = "hang= takes seconds, 10 to 10000000, or off"},
+    {SPEC, "hang=-5", .rc = -1, .says = "hang=-5"},
+    {SPEC, "hang=20s", .rc = -1},
+    {SPEC, "hang=99999999999999999999", .rc = -1},
+    {SPEC, "hang=", .rc = -1},
+    {.op = INIT},
+    {ARG, "hang=300", .rc = 0},
+    {SPEC, "torch", .probe = HANG, .want = 300},
+    {SPEC, "hang=60", .probe = HANG, .want = 60},
+    {SPEC, "hang=0", .probe = HANG, .want = 0},
+    {.op = INIT},
+    {ARG, "hang=300", .rc = 0},
+    {SPEC, "launcher", .probe = HANG, .want = 0},
+    {ARG, "hang=5", .rc = -1, .says = "10 to 10000000, or off"},
+};
+
 static void test_arg_nic_and_topology (void **state)
 {
     static const struct step steps[] = {
@@ -455,6 +481,7 @@ int main (void)
         STEPS_TEST (bind_bad_values_named),
         STEPS_TEST (fail_fast),
         STEPS_TEST (watchdog),
+        STEPS_TEST (hang),
         cmocka_unit_test (test_arg_nic_and_topology),
         cmocka_unit_test (test_printable),
         cmocka_unit_test (test_messages_list_every_choice),

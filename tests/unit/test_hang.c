@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "tools/doctor/auth.h"
 #include "tools/doctor/hang.h"
 
 /* A rank line: rank r of world on node, in state st, waiting in sys/wchan,
@@ -123,6 +124,15 @@ static void test_missing_rank (void **state)
     assert_int_equal (s.nranks, 7);
     assert_non_null (strstr (out, "rank 3 has no process"));
     hang_sample_free (&s);
+    /* the same, when the probe's srun found that a node did not answer */
+    step_of_8 (&s);
+    s.rank[3].rank = 2;
+    snprintf (s.silent, sizeof (s.silent), "n2");
+    assert_int_equal (verdict (&s, out, sizeof (out)), 1);
+    assert_string_equal (out, "node n2 did not answer, and 7 ranks wait on rank 3: cut off from "
+                              "the others, or down");
+    hang_sample_free (&s);
+    assert_string_equal (s.silent, "");
 }
 
 static void test_odd_wait (void **state)
@@ -427,9 +437,129 @@ static void test_probe_real (void **state)
     }
 }
 
+/* hang=: the step is quiet since the latest of its nodes' idle times; a
+ * node never heard from counts from the decider's start. */
+static void test_watch_quiet_since (void **state)
+{
+    struct hang_watch_node node[3] = {{true, 5000}, {true, 2000}, {false, 0}};
+
+    (void) state;
+    assert_int_equal (hang_watch_quiet_since (node, 3, 1000), 5000);
+    assert_int_equal (hang_watch_quiet_since (node, 3, 9000), 9000);
+    node[2] = (struct hang_watch_node){true, 7000};
+    assert_int_equal (hang_watch_quiet_since (node, 3, 9000), 7000);
+    /* a node that is busy now holds the whole step */
+    node[1].idle_since_ms = 12000;
+    assert_int_equal (hang_watch_quiet_since (node, 3, 0), 12000);
+    assert_int_equal (hang_watch_quiet_since (node, 1, 0), 5000);
+    assert_int_equal (hang_watch_heartbeat_ms (10), 2500);
+    assert_int_equal (hang_watch_heartbeat_ms (20), 5000);
+    assert_int_equal (hang_watch_heartbeat_ms (3600), 15000);
+}
+
+/* A watcher's line passes with its key and the connection's nonce only,
+ * unchanged. */
+static void test_watch_lines (void **state)
+{
+    struct doctor_key key, other;
+    struct doctor_watch m = {.node_id = 7, .seq = 3, .idle_ms = 21000, .name = "node8"}, got;
+    char nonce[] = "0123456789abcdef0123456789abcdef",
+         nonce2[] = "f123456789abcdef0123456789abcdef";
+    char line[DOCTOR_AUTH_LINE_MAX], bad[DOCTOR_AUTH_LINE_MAX];
+    int n;
+
+    (void) state;
+    memset (&key, 0x5a, sizeof (key));
+    memset (&other, 0x5b, sizeof (other));
+    n = doctor_watch_format (&key, nonce, &m, line, sizeof (line));
+    assert_true (n > 0);
+    assert_int_equal (doctor_watch_check (&key, nonce, line, (size_t) n, &got), 0);
+    assert_int_equal (got.node_id, 7);
+    assert_int_equal (got.seq, 3);
+    assert_int_equal (got.idle_ms, 21000);
+    assert_string_equal (got.name, "node8");
+    assert_int_equal (doctor_watch_check (&other, nonce, line, (size_t) n, &got), -1);
+    assert_int_equal (doctor_watch_check (&key, nonce2, line, (size_t) n, &got), -1);
+    /* a changed idle time, node or sequence number breaks the MAC */
+    for (size_t i = strlen ("watch "); i < strlen ("watch 7 3 21000"); i++) {
+        if (line[i] == ' ')
+            continue;
+        memcpy (bad, line, (size_t) n + 1);
+        bad[i] = bad[i] == '9' ? '8' : '9';
+        assert_int_equal (doctor_watch_check (&key, nonce, bad, (size_t) n, &got), -1);
+    }
+    assert_int_equal (doctor_watch_check (&key, nonce, "watch -1 3 5 n x\n", 17, &got), -1);
+    assert_int_equal (doctor_watch_check (&key, nonce, line, 10, &got), -1);
+    snprintf (m.name, sizeof (m.name), "two words");
+    assert_int_equal (doctor_watch_format (&key, nonce, &m, line, sizeof (line)), -1);
+}
+
+static pid_t start_child (const char *what)
+{
+    pid_t pid = fork ();
+
+    if (pid == 0) {
+        if (strcmp (what, "spin") == 0)
+            for (volatile unsigned long i = 0;; i++)
+                ;
+        execl ("/bin/sleep", "sleep", "60", (char *) NULL);
+        _exit (127);
+    }
+    return pid;
+}
+
+static bool tick_after (struct hang_sampler *sm, long ms)
+{
+    nanosleep (&(struct timespec){ms / 1000, (ms % 1000) * 1000000L}, NULL);
+    return hang_sampler_tick (sm);
+}
+
+/* The watcher's sampler on real children of this process: sleeping
+ * children make no progress, a spinning one does, and their ends are seen
+ * through the sampler's descriptor. */
+static void test_sampler_real (void **state)
+{
+    struct hang_sampler *sm;
+    pid_t sleeper[2], spinner;
+    bool progress = false;
+
+    (void) state;
+    sleeper[0] = start_child ("sleep");
+    sleeper[1] = start_child ("sleep");
+    nanosleep (&(struct timespec){0, 200 * 1000 * 1000}, NULL);
+    /* (three tasks expected: the tree is walked at each tick until the third comes) */
+    assert_non_null (sm = hang_sampler_new (getpid (), 3));
+    assert_int_equal (hang_sampler_tasks (sm), 2);
+    assert_false (tick_after (sm, 300));
+    assert_false (tick_after (sm, 300));
+    spinner = start_child ("spin");
+    /* the new task is found by the tick after it starts, and counted from then */
+    (void) tick_after (sm, 300);
+    assert_int_equal (hang_sampler_tasks (sm), 3);
+    /* (a loaded machine may give it less than 5% of a CPU in one window, not in all) */
+    for (int i = 0; i < 10 && !progress; i++)
+        progress = tick_after (sm, 300);
+    assert_true (progress);
+    kill (spinner, SIGSTOP);
+    (void) tick_after (sm, 100);
+    assert_false (tick_after (sm, 300));
+    kill (spinner, SIGKILL);
+    waitpid (spinner, NULL, 0);
+    assert_int_equal (hang_sampler_ended (sm), 2);
+    for (int i = 0; i < 2; i++) {
+        kill (sleeper[i], SIGKILL);
+        waitpid (sleeper[i], NULL, 0);
+    }
+    assert_int_equal (hang_sampler_ended (sm), 0);
+    hang_sampler_free (sm);
+}
+
 int main (void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test (test_watch_quiet_since),
+        cmocka_unit_test (test_watch_lines),
+        cmocka_unit_test (test_sampler_real),
         cmocka_unit_test (test_stopped),
         cmocka_unit_test (test_missing_rank),
         cmocka_unit_test (test_odd_wait),

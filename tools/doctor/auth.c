@@ -301,3 +301,53 @@ int doctor_verdict_check (const struct doctor_key *key, const char *pn, const ch
     *ok = word == verdicts[0];
     return 0;
 }
+
+/* The watcher's report: body "NODEID SEQ IDLE_MS NAME", MAC over the label,
+ * the decider's nonce and the body. */
+static void watch_head (const char *nonce, char *head, size_t size)
+{
+    snprintf (head, size, MAC_LABEL "watch %.32s ", nonce);
+}
+
+int doctor_watch_format (const struct doctor_key *key, const char *nonce,
+                         const struct doctor_watch *w, char *buf, size_t size)
+{
+    char head[DOCTOR_AUTH_LINE_MAX], body[DOCTOR_AUTH_LINE_MAX], mac[DOCTOR_MAC_HEX + 1];
+    int n =
+        snprintf (body, sizeof (body), "%lu %lu %ld %s", w->node_id, w->seq, w->idle_ms, w->name);
+
+    if (fits (n, sizeof (body)) < 0 || strpbrk (w->name, " \n") != NULL || w->name[0] == '\0')
+        return -1;
+    watch_head (nonce, head, sizeof (head));
+    if (mac_of (key, head, body, (size_t) n, mac) < 0)
+        return -1;
+    return fits (snprintf (buf, size, "watch %s %s\n", body, mac), size);
+}
+
+int doctor_watch_check (const struct doctor_key *key, const char *nonce, const char *line,
+                        size_t len, struct doctor_watch *w)
+{
+    char text[DOCTOR_AUTH_LINE_MAX], head[DOCTOR_AUTH_LINE_MAX], name[DOCTOR_NAME_MAX];
+    unsigned long id, seq;
+    long idle;
+    int body_at = -1, body_end = -1, mac_at = -1;
+    const char *mac;
+
+    if (line_text (line, len, text, sizeof (text)) < 0
+        || sscanf (text, "watch %n%lu %lu %ld %63s%n %n", &body_at, &id, &seq, &idle, name,
+                   &body_end, &mac_at)
+               != 4
+        || body_end < 0 || mac_at < 0 || strlen (text + mac_at) != DOCTOR_MAC_HEX
+        || !dist_lower_hex (text + mac_at, DOCTOR_MAC_HEX) || idle < 0 || text[body_at] == '-'
+        || text[body_at] == '+')
+        return -1;
+    mac = text + mac_at;
+    watch_head (nonce, head, sizeof (head));
+    if (!mac_ok (key, head, text + body_at, (size_t) (body_end - body_at), mac))
+        return -1;
+    w->node_id = id;
+    w->seq = seq;
+    w->idle_ms = idle;
+    snprintf (w->name, sizeof (w->name), "%s", name);
+    return 0;
+}

@@ -35,6 +35,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "doctor.h"
 #include "libdist/handover.h"
 
 #define DOCTOR_KEY_VAR DIST_STEP_KEY_VAR
@@ -86,5 +87,29 @@ int doctor_taken_check (const struct doctor_key *key, const char *pn, const char
                         const char *line, size_t len);
 int doctor_verdict_check (const struct doctor_key *key, const char *pn, const char *sn,
                           const char *line, size_t len, bool *ok);
+
+/* The hang watchers' line (hangwatch.c): a node's watcher tells the
+ * decider, on rank 0's node, how long its ranks have made no progress.
+ * The decider greets each connection with DOCTOR_WATCH_GREETING and a fresh
+ * nonce (NONCE); every later line of the connection carries a MAC over it,
+ * and a sequence number that only grows, so no line is worth replaying:
+ *
+ *   decider: "dist-train-doctor 3 watch NONCE\n"
+ *   watcher: "watch NODEID SEQ IDLE_MS NAME MAC\n"   MAC over
+ *            "dist-train-doctor watch NONCE NODEID SEQ IDLE_MS NAME"
+ */
+#define DOCTOR_WATCH_GREETING DOCTOR_PROGRAM " 3 watch "
+
+struct doctor_watch {
+    unsigned long node_id; /* the node's index in the step (SLURM_NODEID) */
+    unsigned long seq;
+    long idle_ms; /* how long its ranks have made no progress, 0 for busy */
+    char name[DOCTOR_NAME_MAX]; /* its name, for messages; no space */
+};
+
+int doctor_watch_format (const struct doctor_key *key, const char *nonce,
+                         const struct doctor_watch *w, char *buf, size_t size);
+int doctor_watch_check (const struct doctor_key *key, const char *nonce, const char *line,
+                        size_t len, struct doctor_watch *w);
 
 #endif /* DOCTOR_AUTH_H */

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "doctor.h"
 
@@ -22,6 +23,10 @@
 #define HANG_SOCKETS_MAX 4096 /* sockets one rank may report */
 #define HANG_WINDOW_MS_DEFAULT 2000
 #define HANG_REACH_MAX 256 /* peer hosts one probe tries to reach */
+/* What counts as work in a window, for the verdict and the watcher alike:
+ * this share of one CPU, or this many bytes read and written. */
+#define HANG_ACTIVE_PERCENT 5
+#define HANG_ACTIVE_IO (64 * 1024)
 
 /* One rank as its node's probe saw it.  state is /proc's letter of the
  * task's main thread (R, S, D, T, t, Z), '?' when no process was found. */
@@ -63,6 +68,7 @@ struct hang_sample {
     struct hang_socket *socket;
     struct hang_reach *reach;
     char (*node)[DOCTOR_NAME_MAX]; /* nodes whose probe answered */
+    char silent[DOCTOR_LINE_MAX]; /* the step's nodes whose probe did not, "" none */
     size_t rank_cap, socket_cap, node_cap, reach_cap; /* the parser's */
 };
 #define HANG_SAMPLE_INIT                                                                           \
@@ -104,6 +110,49 @@ int hang_probe (FILE *f, const char *proc_root, unsigned long job, unsigned long
 /* Try to reach each host (endpoints[n], "addr:port") from this node, and
  * print a "reach" line for each. */
 void hang_reach (FILE *f, const char *node, char (*endpoints)[HANG_ENDPOINT_MAX], size_t n);
+
+/* Sample the running step ("JOBID.STEPID") on every node, as
+ * dist-train-doctor hang does, into s (then finished), waiting for the
+ * probes at most wait_ms beyond the window; 0, or -1 with a message on
+ * stderr. */
+int hang_sample_running (const char *step, long window_ms, long wait_ms, struct hang_sample *s);
+
+/* hang=SECONDS: the watcher on each node (hangwatch.c, hangsample.c). */
+#define HANG_RESCAN_MS 10000 /* how often the tree of the step's processes is walked */
+
+/* CLOCK_MONOTONIC in milliseconds. */
+long hang_now_ms (void);
+
+/* A node's ranks, watched: the tasks are parent's children (slurmstepd's),
+ * expected of them; the step's processes are those and their descendants. */
+struct hang_sampler;
+struct hang_sampler *hang_sampler_new (pid_t parent, long expected);
+void hang_sampler_free (struct hang_sampler *sm);
+/* Whether any task made progress since the last call (or since new). */
+bool hang_sampler_tick (struct hang_sampler *sm);
+/* A descriptor that turns readable when a task ends; then
+ * hang_sampler_ended gives the tasks still running. */
+int hang_sampler_fd (const struct hang_sampler *sm);
+size_t hang_sampler_ended (struct hang_sampler *sm);
+/* The tasks seen so far, ended or not. */
+size_t hang_sampler_tasks (const struct hang_sampler *sm);
+
+/* What the decider knows of a node: since when its ranks made no progress
+ * (its own clock: what the node said, less the time the word took). */
+struct hang_watch_node {
+    bool heard;
+    long idle_since_ms;
+};
+
+/* Since when no rank of the step has made progress: the latest of the
+ * nodes' idle_since, a node not heard from counting from start_ms. */
+long hang_watch_quiet_since (const struct hang_watch_node *node, size_t n, long start_ms);
+
+/* How often a busy node says so: a quarter of SECONDS, 1 to 15 s. */
+long hang_watch_heartbeat_ms (long seconds);
+
+/* dist-train-doctor hang-watch ...: started by the plugin. */
+int hang_watch_main (int argc, char **argv);
 
 /* dist-train-doctor hang JOBID.STEPID [--window S]: the front end; and the
  * probe it runs on each node, dist-train-doctor hang-probe JOBID.STEPID MS. */

@@ -25,6 +25,7 @@
 #define EXIT_SETUP 2
 #define OUTPUT_MAX (64 * 1024 * 1024) /* what the probes may print, all nodes */
 #define SLURM_WAIT_MS 60000 /* for squeue, and for srun beyond the window */
+#define STOP_GRACE_MS 5000 /* for srun to go after SIGTERM */
 
 struct step_id {
     unsigned long job, step;
@@ -62,6 +63,7 @@ struct capture {
     const char *done; /* the prefix of each probe's last line */
     size_t ndone; /* how many such lines end the run; 0: srun's end */
     bool with_stderr; /* take its standard error too */
+    long grace_ms; /* from SIGTERM to SIGKILL when it is stopped */
 };
 
 /* A line of srun --label's output without its "TASK: " (whole lines, so that
@@ -122,14 +124,14 @@ static int read_output (int fd, struct capture *c, long deadline)
     }
 }
 
-/* End srun: TERM, then KILL if it has not gone within 5 s; its status. */
-static int reap (pid_t pid, bool stop)
+/* End srun: TERM, then KILL if it has not gone within grace_ms; its status. */
+static int reap (pid_t pid, bool stop, long grace_ms)
 {
     int status = -1;
 
     if (stop) {
         kill (pid, SIGTERM);
-        for (int i = 0; i < 50; i++) {
+        for (long i = 0; i < grace_ms / 100; i++) {
             if (waitpid (pid, &status, WNOHANG) == pid)
                 return WIFEXITED (status) ? WEXITSTATUS (status) : -1;
             poll (NULL, 0, 100);
@@ -175,12 +177,12 @@ static int run_capture (char *const argv[], long timeout_ms, struct capture *c)
     stop = read_output (fds[0], c, deadline);
     close (fds[0]);
     if (stop && all_done (c)) {
-        (void) reap (pid, true);
+        (void) reap (pid, true, c->grace_ms);
         return 0;
     }
     if (stop)
         fprintf (stderr, P "%s took longer than %ld s; stopped it\n", argv[0], timeout_ms / 1000);
-    return stop ? (reap (pid, true), -1) : reap (pid, false);
+    return stop ? (reap (pid, true, c->grace_ms), -1) : reap (pid, false, 0);
 }
 
 /* The nodes of a running step, as Slurm lists them ("node[1-8]"). */
@@ -188,7 +190,7 @@ static int step_nodes (const struct step_id *id, char *nodes, size_t size)
 {
     char steps[64];
     char *argv[] = {"squeue", "--noheader", steps, "--format=%N", NULL};
-    struct capture c = {0};
+    struct capture c = {.grace_ms = STOP_GRACE_MS};
     int rc;
 
     snprintf (steps, sizeof (steps), "--steps=%s", id->text);
@@ -208,17 +210,18 @@ static int step_nodes (const struct step_id *id, char *nodes, size_t size)
     return 0;
 }
 
-/* Name the nodes of the step whose probe printed nothing. */
-static void report_silent (char (*names)[DOCTOR_NAME_MAX], size_t n, const struct hang_sample *s)
+/* Name the nodes of the step whose probe printed nothing, and keep them in s. */
+static void report_silent (char (*names)[DOCTOR_NAME_MAX], size_t n, struct hang_sample *s)
 {
-    char silent[DOCTOR_LINE_MAX] = "";
+    char *silent = s->silent;
+    const size_t size = sizeof (s->silent);
 
     for (size_t i = 0; i < n; i++) {
         bool seen = false;
         for (size_t j = 0; j < s->nnodes && !seen; j++)
             seen = strcmp (names[i], s->node[j]) == 0;
         if (!seen)
-            doctor_list_add (silent, sizeof (silent), names[i]);
+            doctor_list_add (silent, size, names[i]);
     }
     if (silent[0] != '\0')
         fprintf (stderr, P "no answer from %s: their ranks are missing from the report\n", silent);
@@ -250,7 +253,8 @@ static int run_probes (const struct step_id *id, const char *nodes, char *const 
     char (*names)[DOCTOR_NAME_MAX] = calloc (DOCTOR_NODES_MAX, sizeof (*names));
     ssize_t n = readlink ("/proc/self/exe", self, sizeof (self) - 1);
     struct capture c = {.done = strcmp (what[0], "hang-reach") == 0 ? "done " : "node ",
-                        .with_stderr = true};
+                        .with_stderr = true,
+                        .grace_ms = timeout_ms < STOP_GRACE_MS ? timeout_ms : STOP_GRACE_MS};
     char *line, *save = NULL;
     int nnodes, rc;
 
@@ -287,7 +291,7 @@ static int run_probes (const struct step_id *id, const char *nodes, char *const 
 
 /* Sample every rank of the step; when a connection that drops data leaves
  * two nodes to blame, ask every node whether it reaches each of them. */
-static int sample_step (const struct step_id *id, const char *nodes, long window_ms,
+static int sample_step (const struct step_id *id, const char *nodes, long window_ms, long wait_ms,
                         struct hang_sample *s)
 {
     char ms[24], pair[2][HANG_ENDPOINT_MAX];
@@ -295,12 +299,22 @@ static int sample_step (const struct step_id *id, const char *nodes, long window
     char *reach[3] = {"hang-reach", pair[0], pair[1]};
 
     snprintf (ms, sizeof (ms), "%ld", window_ms);
-    if (run_probes (id, nodes, probe, window_ms + SLURM_WAIT_MS, true, s) < 0)
+    if (run_probes (id, nodes, probe, window_ms + wait_ms, true, s) < 0)
         return -1;
     hang_sample_finish (s);
     if (hang_suspect_pair (s, pair) == 0)
-        (void) run_probes (id, nodes, reach, SLURM_WAIT_MS, false, s);
+        (void) run_probes (id, nodes, reach, wait_ms, false, s);
     return 0;
+}
+
+int hang_sample_running (const char *step, long window_ms, long wait_ms, struct hang_sample *s)
+{
+    struct step_id id;
+    char nodes[DOCTOR_LINE_MAX];
+
+    if (parse_step (step, &id) < 0 || step_nodes (&id, nodes, sizeof (nodes)) < 0)
+        return -1;
+    return sample_step (&id, nodes, window_ms, wait_ms, s);
 }
 
 static void usage (FILE *f)
@@ -345,7 +359,7 @@ int hang_main (int argc, char **argv)
         return EXIT_SETUP;
     }
     if (step_nodes (&id, nodes, sizeof (nodes)) < 0
-        || sample_step (&id, nodes, window_ms, &s) < 0) {
+        || sample_step (&id, nodes, window_ms, SLURM_WAIT_MS, &s) < 0) {
         hang_sample_free (&s);
         return EXIT_SETUP;
     }

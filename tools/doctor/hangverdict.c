@@ -10,8 +10,6 @@
 #include "hang.h"
 #include "text.h"
 
-#define ACTIVE_PERCENT 5 /* CPU in the window that counts as work */
-#define ACTIVE_IO (64 * 1024) /* bytes in the window that count as work */
 #define LIST_MAX 160
 
 struct endpoint {
@@ -117,7 +115,8 @@ static int view_build (struct view *v, const struct hang_sample *s)
 
 static bool active (const struct hang_rank *r)
 {
-    return r->cpu_ms * 100 >= (long) ACTIVE_PERCENT * r->window_ms || r->io_bytes >= ACTIVE_IO;
+    return r->cpu_ms * 100 >= (long) HANG_ACTIVE_PERCENT * r->window_ms
+           || r->io_bytes >= HANG_ACTIVE_IO;
 }
 
 static bool is_culprit (const struct view *v, long rank)
@@ -212,10 +211,17 @@ static size_t missing (struct view *v, char *out, size_t size)
     if (v->nculprits == 0)
         return 0;
     doctor_ranges_text (v->culprit, v->nculprits, ranks, sizeof (ranks));
-    snprintf (out, size,
-              "%s %s has no process on the nodes that answered: it ended while %zu ranks "
-              "wait on it, or its node did not answer",
-              v->nculprits == 1 ? "rank" : "ranks", ranks, waiting (v));
+    if (v->s->silent[0] != '\0')
+        snprintf (out, size,
+                  "%s %s did not answer, and %zu ranks wait on %s %s: cut off from the "
+                  "others, or down",
+                  strchr (v->s->silent, ',') != NULL ? "nodes" : "node", v->s->silent, waiting (v),
+                  v->nculprits == 1 ? "rank" : "ranks", ranks);
+    else
+        snprintf (out, size,
+                  "%s %s has no process on the nodes that answered: it ended while %zu ranks "
+                  "wait on it, or its node did not answer",
+                  v->nculprits == 1 ? "rank" : "ranks", ranks, waiting (v));
     return v->nculprits;
 }
 

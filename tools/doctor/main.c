@@ -464,6 +464,8 @@ int main (int argc, char **argv)
     bool have_nofile;
     int rc;
 
+    if (argc > 1 && strcmp (argv[1], "hang-watch") == 0)
+        return hang_watch_main (argc - 1, argv + 1);
     if (argc > 1 && strcmp (argv[1], "hang") == 0)
         return hang_main (argc - 1, argv + 1);
     if (argc > 1 && (strcmp (argv[1], "hang-probe") == 0 || strcmp (argv[1], "hang-reach") == 0))

@@ -83,6 +83,23 @@ node_addr() {
 # node_logs_on_failure [LINES]: in a teardown, after a test that failed, the last
 # LINES (default 60) of slurmctld's log and of each node's slurmd log, for a
 # failure that does not come back when the test runs alone.
+# Cut node $1 off from the other nodes of a cluster of $2 (blackhole routes in
+# its namespace to their addresses), and let it back (node_uncut, which may run
+# when it was never cut).
+node_cut() {
+    local n
+    for n in $(seq "$2"); do
+        [[ node$n == "$1" ]] || ip -n "dt-$1" route add blackhole "$(node_addr "node$n")/32"
+    done
+}
+
+node_uncut() {
+    local n
+    for n in $(seq "$2"); do
+        ip -n "dt-$1" route del blackhole "$(node_addr "node$n")/32" 2>/dev/null || true
+    done
+}
+
 node_logs_on_failure() {
     [[ -z ${BATS_TEST_COMPLETED:-} ]] || return 0
     local lines=${1:-60} log

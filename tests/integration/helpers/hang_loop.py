@@ -3,7 +3,11 @@ from the test through files in the directory CTL, to be held in the ways a step 
 
 Each rank writes its pid to CTL/pid.RANK; rank 0 writes its iteration to CTL/iter.
 While CTL/sleep.RANK exists, that rank sleeps between two collectives (the others
-wait in the next one); once CTL/stop exists, every rank leaves after its collective."""
+wait in the next one); once CTL/stop exists, every rank leaves after the next collective.
+Work that is progress while the others wait, once, when the test asks for it:
+CTL/checkpoint.RANK holding seconds makes that rank write a checkpoint for that long
+(1 MiB rewritten in place, 4 times a second), CTL/compute.RANK makes it compute (half
+of one CPU); the file is removed when the work is done."""
 import os
 import sys
 import time
@@ -21,14 +25,49 @@ with open(f"{ctl}/pid.{rank}", "w") as f:
     f.write(str(os.getpid()))
 t = torch.ones(1024)
 i = 0
-while not os.path.exists(f"{ctl}/stop"):
-    dist.all_reduce(t)
+
+
+def work(kind):
+    """Do CTL/KIND.RANK's work, if the test asked for it."""
+    path = f"{ctl}/{kind}.{rank}"
+    try:
+        with open(path) as f:
+            seconds = float(f.read().strip() or "0")
+    except (FileNotFoundError, ValueError):
+        return
+    end = time.monotonic() + seconds
+    block = b"\0" * (1 << 20)
+    with open(f"{ctl}/checkpoint.data.{rank}", "wb") as out:
+        while time.monotonic() < end:
+            if kind == "checkpoint":
+                out.seek(0)
+                out.write(block)
+                out.flush()
+                time.sleep(0.25)
+            else:
+                busy = time.monotonic() + 0.1
+                while time.monotonic() < busy:
+                    pass
+                time.sleep(0.1)
+    os.unlink(path)
+
+
+world = dist.get_world_size()
+while True:
+    # (rank 0 alone reads CTL/stop, and tells the others in the sum: all leave together)
     t.fill_(1.0)
+    if rank == 0 and os.path.exists(f"{ctl}/stop"):
+        t[0] = 1.0 + world
+    dist.all_reduce(t)
+    if t[0].item() > world:
+        break
     i += 1
     if rank == 0:
         with open(f"{ctl}/iter.tmp", "w") as f:
             f.write(str(i))
         os.replace(f"{ctl}/iter.tmp", f"{ctl}/iter")
+    work("checkpoint")
+    work("compute")
     while os.path.exists(f"{ctl}/sleep.{rank}"):
         time.sleep(0.2)
     time.sleep(0.1)  # a light load: the suite runs beside it
