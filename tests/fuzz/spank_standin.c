@@ -24,6 +24,7 @@
 
 #include "libdist/hostlist.h"
 #include "spank/compat.h"
+#include "spank/dist_train.h"
 #include "tests/fuzz/fuzz.h"
 #include "tests/fuzz/spank_standin.h"
 
@@ -582,6 +583,22 @@ bool dist_train_stderr_line (const char *msg, size_t len)
 void dist_train_wait_forwarded (int fd)
 {
     FUZZ_CHECK (fd == STDERR_FILENO);
+}
+
+/* spank/hangwatch.c's place: a fuzzed step must not fork a watcher per input.  What
+ * the plugin hands it must be whole: names that end, a port where there are peers. */
+int dist_train_hang_watch_start (spank_t sp, const struct dist_hang_watch *h)
+{
+    (void) sp;
+    FUZZ_CHECK (h->seconds >= DIST_HANG_MIN_S && h->seconds <= DIST_HANG_MAX_S);
+    FUZZ_CHECK (strlen (h->doctor) < DIST_PATH_MAX && strlen (h->node_name) < 64);
+    FUZZ_CHECK (strlen (h->addr) < DIST_ADDR_MAX && strlen (h->key) <= DIST_STEP_KEY_HEX);
+    FUZZ_CHECK (h->node_id < h->node_count && h->local_tasks > 0);
+    if (tracing ())
+        fprintf (stderr, "hang watch: %s node %u of %u, %s port %u%s\n", h->node_name,
+                 (unsigned) h->node_id, (unsigned) h->node_count, h->addr, (unsigned) h->port,
+                 h->lead ? ", decides" : "");
+    return 0;
 }
 
 void standin_reset (void)
