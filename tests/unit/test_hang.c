@@ -368,7 +368,13 @@ static pid_t start_task (unsigned long job, long rank, const char *prog, char *c
                          int *in)
 {
     char jobv[64], rankv[32];
-    char *envp[] = {jobv, "SLURM_STEP_ID=3", rankv, "WORLD_SIZE=3", NULL};
+    char *envp[] = {jobv,
+                    "SLURM_STEP_ID=3",
+                    rankv,
+                    "WORLD_SIZE=3",
+                    "SLURMD_NODENAME=n1",
+                    "SLURM_CONF=/a/slurm.conf",
+                    NULL};
     int fds[2];
     pid_t pid;
 
@@ -554,6 +560,48 @@ static void test_sampler_real (void **state)
     hang_sampler_free (sm);
 }
 
+/* How many ranks a probe that runs as on node n1 of the cluster of conf finds. */
+static size_t ranks_found (unsigned long job, const char *conf)
+{
+    struct hang_sample s = HANG_SAMPLE_INIT;
+    char *text = NULL, *line, *save = NULL;
+    size_t len, n;
+    FILE *f;
+
+    setenv ("SLURMD_NODENAME", "n1", 1);
+    setenv ("SLURM_CONF", conf, 1);
+    assert_non_null (f = open_memstream (&text, &len));
+    assert_int_equal (hang_probe (f, "/proc", job, 3, 100), 0);
+    fclose (f);
+    unsetenv ("SLURMD_NODENAME");
+    unsetenv ("SLURM_CONF");
+    for (line = strtok_r (text, "\n", &save); line; line = strtok_r (NULL, "\n", &save))
+        assert_int_equal (hang_sample_parse_line (&s, line), 0);
+    free (text);
+    n = s.nranks;
+    hang_sample_free (&s);
+    return n;
+}
+
+/* Test clusters beside each other on one machine have a node n1 each, and steps of the
+ * same ids: a probe takes only its own cluster's ranks. */
+static void test_probe_other_cluster (void **state)
+{
+    unsigned long job = 3100000000UL + (unsigned long) getpid ();
+    char *sleep_argv[] = {"sleep", "60", NULL};
+    pid_t pid;
+    int in;
+
+    (void) state;
+    pid = start_task (job, 0, "/bin/sleep", sleep_argv, &in);
+    nanosleep (&(struct timespec){0, 200 * 1000 * 1000}, NULL);
+    assert_int_equal (ranks_found (job, "/a/slurm.conf"), 1);
+    assert_int_equal (ranks_found (job, "/b/slurm.conf"), 0);
+    kill (pid, SIGKILL);
+    close (in);
+    waitpid (pid, NULL, 0);
+}
+
 int main (void)
 {
     const struct CMUnitTest tests[] = {
@@ -574,6 +622,7 @@ int main (void)
         cmocka_unit_test (test_unread),
         cmocka_unit_test (test_bad_lines),
         cmocka_unit_test (test_probe_real),
+        cmocka_unit_test (test_probe_other_cluster),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }

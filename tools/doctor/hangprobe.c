@@ -40,6 +40,7 @@ struct inode_rank {
 struct scan {
     const char *root;
     const char *node; /* SLURMD_NODENAME, NULL outside Slurm */
+    const char *conf; /* SLURM_CONF, NULL when unset */
     unsigned long job, step;
     struct proc *proc;
     size_t nproc, cap;
@@ -128,6 +129,11 @@ static long long read_io (const struct scan *sc, long pid)
     return strtoll (r + 6, NULL, 10) + strtoll (w + 6, NULL, 10);
 }
 
+static bool same_text (const char *a, const char *b)
+{
+    return (a == NULL && b == NULL) || (a != NULL && b != NULL && strcmp (a, b) == 0);
+}
+
 /* Whether pid belongs to the step; its rank and world size if so. */
 static bool of_step (struct scan *sc, long pid, long *rank, long *world)
 {
@@ -146,6 +152,10 @@ static bool of_step (struct scan *sc, long pid, long *rank, long *world)
     if (sc->node != NULL) {
         const char *node = env_value (sc->environ_buf, (size_t) len, "SLURMD_NODENAME");
         if (node == NULL || strcmp (node, sc->node) != 0)
+            return false;
+        /* and test clusters beside each other have nodes of one name, whose steps have
+         * the same ids: the cluster is told by its slurm.conf (unset on a real one) */
+        if (!same_text (env_value (sc->environ_buf, (size_t) len, "SLURM_CONF"), sc->conf))
             return false;
     }
     /* the plugin's RANK when it numbered the ranks, else Slurm's */
@@ -482,6 +492,7 @@ int hang_probe (FILE *f, const char *proc_root, unsigned long job, unsigned long
     int rc = -1;
 
     sc.node = slurm_node;
+    sc.conf = getenv ("SLURM_CONF");
     if (slurm_node == NULL && gethostname (host, sizeof (host)) == 0)
         slurm_node = host;
     doctor_printable (node, sizeof (node), slurm_node != NULL ? slurm_node : "?");
