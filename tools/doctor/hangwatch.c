@@ -79,7 +79,7 @@ struct conn {
     char buf[WLINE_MAX];
     size_t len;
     unsigned long seq;
-    long since_ms; /* accepted, or connected */
+    long since_ms; /* accepted (the decider's) */
     long node; /* the follower's node id, -1 before its first line */
 };
 
@@ -455,7 +455,6 @@ static void link_connect (struct watch *w, long now)
     if (fd < 0)
         return;
     w->link.fd = fd;
-    w->link.since_ms = now;
     if (watch_fd (w, fd, EPOLLIN, TAG_LINK) < 0)
         link_close (w, now);
 }
