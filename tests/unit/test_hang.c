@@ -4,6 +4,7 @@
  * made-up step: one stopped, one asleep where the others read. */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -566,6 +567,68 @@ static void test_sampler_real (void **state)
     hang_sampler_free (sm);
 }
 
+/* A process that spins on CPU cpu, at scheduling class policy. */
+static pid_t start_spinner (int cpu, int policy)
+{
+    pid_t pid = fork ();
+
+    if (pid == 0) {
+        cpu_set_t one;
+        CPU_ZERO (&one);
+        CPU_SET (cpu, &one);
+        if (sched_setaffinity (0, sizeof (one), &one) != 0
+            || sched_setscheduler (0, policy, &(struct sched_param){0}) != 0)
+            _exit (1);
+        for (;;)
+            ;
+    }
+    return pid;
+}
+
+/* A rank that wants a CPU but gets almost none (SCHED_IDLE, behind two
+ * spinners on its only CPU) is slow, not hung: being runnable counts as
+ * progress, though its CPU time stays far under HANG_ACTIVE_PERCENT. */
+static void test_sampler_starved (void **state)
+{
+    struct hang_sampler *sm;
+    pid_t task, starved = 0, hog[2];
+    bool progress = false;
+    cpu_set_t mine;
+    int fd[2], cpu = 0;
+
+    (void) state;
+    assert_int_equal (sched_getaffinity (0, sizeof (mine), &mine), 0);
+    while (!CPU_ISSET (cpu, &mine))
+        cpu++;
+    assert_int_equal (pipe (fd), 0);
+    /* the sampler's task: a process whose only child is the starved rank */
+    if ((task = fork ()) == 0) {
+        pid_t rank = start_spinner (cpu, SCHED_IDLE);
+        if (write (fd[1], &rank, sizeof (rank)) != (ssize_t) sizeof (rank))
+            _exit (1);
+        pause ();
+        _exit (0);
+    }
+    assert_int_equal (read (fd[0], &starved, sizeof (starved)), (ssize_t) sizeof (starved));
+    close (fd[0]);
+    close (fd[1]);
+    for (int i = 0; i < 2; i++)
+        hog[i] = start_spinner (cpu, SCHED_OTHER);
+    assert_non_null (sm = hang_sampler_new (task, 1));
+    assert_int_equal (hang_sampler_tasks (sm), 1);
+    for (int i = 0; i < 10 && !progress; i++)
+        progress = tick_after (sm, 300);
+    kill (starved, SIGKILL);
+    kill (task, SIGKILL);
+    waitpid (task, NULL, 0);
+    for (int i = 0; i < 2; i++) {
+        kill (hog[i], SIGKILL);
+        waitpid (hog[i], NULL, 0);
+    }
+    hang_sampler_free (sm);
+    assert_true (progress);
+}
+
 /* How many ranks a probe that runs as on node n1 of the cluster of conf finds. */
 static size_t ranks_found (unsigned long job, const char *conf)
 {
@@ -614,6 +677,7 @@ int main (void)
         cmocka_unit_test (test_watch_quiet_since),
         cmocka_unit_test (test_watch_lines),
         cmocka_unit_test (test_sampler_real),
+        cmocka_unit_test (test_sampler_starved),
         cmocka_unit_test (test_stopped),
         cmocka_unit_test (test_missing_rank),
         cmocka_unit_test (test_odd_wait),

@@ -4,7 +4,11 @@
  * The ranks are the children of slurmstepd (each task's process, whatever
  * it execs) and their descendants, found from /proc/PID/task/TID/children,
  * which anyone may read.  Each look reads only the known processes' stat
- * (CPU time) and io (bytes read and written); the tree is walked again
+ * (CPU time, and whether the process is runnable) and io (bytes read and
+ * written).  A process that is runnable but got little CPU wants a CPU and
+ * waits for one, on a node with more work than CPUs: it is slow, not hung,
+ * and counts as work (a hung rank sleeps in the kernel, or is stopped, and
+ * a spinning one gets its CPU time).  The tree is walked again
  * every HANG_RESCAN_MS, or sooner while tasks are missing or one ended, so
  * that watching costs a few reads a second.  A task's end is seen at once
  * through a pidfd.
@@ -99,16 +103,20 @@ static void children_of (pid_t pid, struct wproc *out, size_t *n, size_t max, in
     closedir (dir);
 }
 
-/* CPU ticks and bytes of pid; -1 when it is gone. */
-static int read_counts (pid_t pid, unsigned long long *ticks, unsigned long long *io)
+/* CPU ticks and bytes of pid, and whether its main thread is runnable; -1
+ * when it is gone. */
+static int read_counts (pid_t pid, unsigned long long *ticks, unsigned long long *io,
+                        bool *runnable)
 {
-    char path[64], buf[1024], *s, *r, *w;
+    char path[64], buf[1024], *s, *r, *w, state;
     unsigned long long ut, st;
 
     snprintf (path, sizeof (path), "/proc/%ld/stat", (long) pid);
     if (read_small (path, buf, sizeof (buf)) < 0 || (s = strrchr (buf, ')')) == NULL
-        || sscanf (s + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+        || sscanf (s + 1, " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &state, &ut, &st)
+               != 3)
         return -1;
+    *runnable = state == 'R';
     *ticks = ut + st;
     *io = 0;
     snprintf (path, sizeof (path), "/proc/%ld/io", (long) pid);
@@ -153,6 +161,7 @@ static void rescan (struct hang_sampler *sm)
 {
     struct wproc *next = sm->spare, *old;
     size_t n = 0, kept = 0;
+    bool runnable;
 
     qsort (sm->proc, sm->nproc, sizeof (*sm->proc), by_pid);
     children_of (sm->parent, next, &n, PROCS_MAX, 0);
@@ -172,7 +181,7 @@ static void rescan (struct hang_sampler *sm)
         if (old != NULL) {
             next[i].ticks = old->ticks;
             next[i].io = old->io;
-        } else if (read_counts (next[i].pid, &next[i].ticks, &next[i].io) < 0) {
+        } else if (read_counts (next[i].pid, &next[i].ticks, &next[i].io, &runnable) < 0) {
             next[i].ticks = next[i].io = 0;
         }
     }
@@ -249,17 +258,18 @@ bool hang_sampler_tick (struct hang_sampler *sm)
 {
     unsigned long long ticks[TASKS_MAX] = {0}, io[TASKS_MAX] = {0};
     long now = hang_now_ms (), window = now - sm->last_ms;
-    bool progress = false;
+    bool progress = false, runnable;
 
     for (size_t i = 0; i < sm->nproc; i++) {
         struct wproc *p = &sm->proc[i];
         unsigned long long t, b;
-        if (read_counts (p->pid, &t, &b) < 0)
+        if (read_counts (p->pid, &t, &b, &runnable) < 0)
             continue;
         ticks[p->task] += t >= p->ticks ? t - p->ticks : 0;
         io[p->task] += b >= p->io ? b - p->io : 0;
         p->ticks = t;
         p->io = b;
+        progress = progress || runnable;
     }
     for (size_t i = 0; i < sm->ntasks && !progress; i++)
         progress =
