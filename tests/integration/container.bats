@@ -232,3 +232,36 @@ run_in_container() {
     [[ -n $data ]]
     [[ -z $(find "$data" -xdev -uid 0 -print -quit) ]]
 }
+
+@test "container: one rank exits 3: every rank stops at once, srun names it" {
+    # (a mark no other test cluster's step has: they share this PID namespace)
+    local mark=$((300 + RANDOM % 1000)).7 t0
+    t0=$SECONDS
+    run_in_container --dist-train -N2 -n4 -- bash -c \
+        "if [ \$RANK = 3 ]; then sleep 1; exit 3; fi; exec sleep $mark"
+    [ "$status" -ne 0 ]
+    # (the ranks' own time is 1 s; a step left to run would take $mark)
+    ((SECONDS - t0 < 60))
+    [[ $(grep -m1 'dist-train: rank' <<<"$output") == *"rank 3 on node2 exited with status 3: stopping every rank of step"* ]]
+    leftovers_of "sleep $mark"
+}
+
+@test "container: scancel --signal=TERM of the step reaches the program in the container" {
+    local out=$BATS_TEST_TMPDIR/out pid job i
+    as_user timeout 240 srun --dist-train -N2 -n2 --container-image="$IMAGE" --container-name="$CONTAINER_NAME" \
+        bash -c 'trap "echo RANK=$RANK got TERM; exit 0" TERM; echo "RANK=$RANK ready"; sleep 200 & wait' \
+        >"$out" 2>&1 &
+    pid=$!
+    for ((i = 0; i < 600; i++)); do
+        [[ $(grep -c ' ready$' "$out") -eq 2 ]] && break
+        sleep 0.2
+    done
+    job=$(squeue -h -u "$TEST_USER" -o %i | head -n 1)
+    [[ -n $job ]]
+    scancel --signal=TERM "$job.0"
+    wait "$pid" || true
+    cat "$out"
+    # each rank ran its handler, inside the container, and nothing else was said
+    [[ $(grep -c '^RANK=[01] got TERM$' "$out") -eq 2 ]]
+    [[ $(grep -c 'dist-train: rank' "$out") -eq 0 ]]
+}

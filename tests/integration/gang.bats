@@ -42,16 +42,6 @@ leftovers() {
     leftovers_of "sleep $MARK"
 }
 
-# Processes whose command line has $1, left anywhere after the step.
-leftovers_of() {
-    local i
-    for i in $(seq 50); do
-        pgrep -f "$1" >/dev/null || return 0
-        sleep 0.2
-    done
-    pgrep -af "$1" >&2
-    return 1
-}
 
 # run_timed CMD...: $status, $output (stdout+stderr), $elapsed_ms
 run_timed() {

@@ -241,6 +241,19 @@ slurm_release_number() {
 }
 next_release() { printf '%d.%02d\n' "${1%%.*}" $((10#${1#*.} + 1)); }
 
+# leftovers_of PATTERN: fails, naming them, when processes whose command line
+# has PATTERN are still alive 10 s on (the nodes share this PID namespace, so a
+# step's leftovers on any node show here).
+leftovers_of() {
+    local i
+    for i in $(seq 50); do
+        pgrep -f "$1" >/dev/null || return 0
+        sleep 0.2
+    done
+    pgrep -af "$1" >&2
+    return 1
+}
+
 # refute CMD...: succeed only when CMD fails.  (In a bats test, a line `! CMD` never
 # fails the test: errexit ignores a negated command.)
 refute() {
