@@ -290,6 +290,31 @@ static void test_no_hang (void **state)
     hang_sample_free (&s);
 }
 
+/* Every rank moves data, and rank 0 was caught in D state between two
+ * writes to a slow disk: a step at work, not a rank stuck in D state.  A
+ * rank in D state that moved nothing is still named. */
+static void test_busy_in_d_state (void **state)
+{
+    struct hang_sample s = HANG_SAMPLE_INIT;
+    char out[DOCTOR_LINE_MAX];
+
+    step_of_8 (&s);
+    for (size_t i = 0; i < s.nranks; i++)
+        s.rank[i].io_bytes = 300 * 1024;
+    s.rank[0].state = 'D';
+    assert_int_equal (verdict (&s, out, sizeof (out)), 0);
+    assert_non_null (strstr (out, "no hang seen"));
+    hang_sample_free (&s);
+
+    s = (struct hang_sample) HANG_SAMPLE_INIT;
+    step_of_8 (&s);
+    s.rank[3].state = 'D';
+    all_connected (&s);
+    assert_int_equal (verdict (&s, out, sizeof (out)), 1);
+    assert_non_null (strstr (out, "rank 3 on n2 is in D state"));
+    hang_sample_free (&s);
+}
+
 /* Every rank waits alike and no socket holds data: nobody can be named. */
 static void test_all_alike (void **state)
 {
@@ -688,6 +713,7 @@ int main (void)
         cmocka_unit_test (test_bad_link),
         cmocka_unit_test (test_working_rank),
         cmocka_unit_test (test_no_hang),
+        cmocka_unit_test (test_busy_in_d_state),
         cmocka_unit_test (test_all_alike),
         cmocka_unit_test (test_unread),
         cmocka_unit_test (test_bad_lines),

@@ -172,7 +172,10 @@ static void add_culprit (struct view *v, long rank)
     v->culprit[v->nculprits++] = rank;
 }
 
-/* Ranks in a state that no peer can end: stopped, traced, in D state, gone. */
+/* Ranks in a state that no peer can end: stopped, traced, in D state, gone.
+ * A rank in D state that worked in the window is not stuck there: a rank
+ * that writes a checkpoint to a slow disk sits in D state between its
+ * writes, and is a rank at work (below). */
 static size_t by_state (struct view *v, char *out, size_t size)
 {
     static const struct {
@@ -187,7 +190,8 @@ static size_t by_state (struct view *v, char *out, size_t size)
 
     for (size_t k = 0; k < sizeof (kinds) / sizeof (kinds[0]); k++) {
         for (size_t i = 0; i < v->s->nranks; i++)
-            if (strchr (kinds[k].states, v->s->rank[i].state) != NULL)
+            if (strchr (kinds[k].states, v->s->rank[i].state) != NULL
+                && (v->s->rank[i].state != 'D' || !active (&v->s->rank[i])))
                 add_culprit (v, v->s->rank[i].rank);
         if (v->nculprits == 0)
             continue;
