@@ -39,7 +39,10 @@ def meet(path):
 
 def process_group():
     """The process group from the environment, env:// as torch does it."""
-    timeout = datetime.timedelta(seconds=60)
+    # (180 s, not 60: beside busy lanes rank 0 can take over a minute to
+    # start its store, in a container most of all, and the others must not
+    # give up on it first; each test bounds the whole step)
+    timeout = datetime.timedelta(seconds=180)
     use_libuv_only_if_built()
     env = os.environ
     if env.get("TORCHELASTIC_USE_AGENT_STORE") == "True" and store_kwargs():
