@@ -103,8 +103,8 @@ static void children_of (pid_t pid, struct wproc *out, size_t *n, size_t max, in
     closedir (dir);
 }
 
-/* CPU ticks and bytes of pid, and whether its main thread is runnable; -1
- * when it is gone. */
+/* CPU ticks and bytes of pid, and whether its main thread is runnable (when
+ * runnable is not NULL); -1 when it is gone. */
 static int read_counts (pid_t pid, unsigned long long *ticks, unsigned long long *io,
                         bool *runnable)
 {
@@ -116,7 +116,8 @@ static int read_counts (pid_t pid, unsigned long long *ticks, unsigned long long
         || sscanf (s + 1, " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &state, &ut, &st)
                != 3)
         return -1;
-    *runnable = state == 'R';
+    if (runnable != NULL)
+        *runnable = state == 'R';
     *ticks = ut + st;
     *io = 0;
     snprintf (path, sizeof (path), "/proc/%ld/io", (long) pid);
@@ -161,7 +162,6 @@ static void rescan (struct hang_sampler *sm)
 {
     struct wproc *next = sm->spare, *old;
     size_t n = 0, kept = 0;
-    bool runnable;
 
     qsort (sm->proc, sm->nproc, sizeof (*sm->proc), by_pid);
     children_of (sm->parent, next, &n, PROCS_MAX, 0);
@@ -181,7 +181,7 @@ static void rescan (struct hang_sampler *sm)
         if (old != NULL) {
             next[i].ticks = old->ticks;
             next[i].io = old->io;
-        } else if (read_counts (next[i].pid, &next[i].ticks, &next[i].io, &runnable) < 0) {
+        } else if (read_counts (next[i].pid, &next[i].ticks, &next[i].io, NULL) < 0) {
             next[i].ticks = next[i].io = 0;
         }
     }
