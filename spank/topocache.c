@@ -42,7 +42,6 @@
 #include "dist_train.h"
 #include "libdist/io.h"
 #include "libdist/topo.h"
-#include "libdist/topo.h"
 
 #ifndef DIST_TRAIN_CACHE_DIR
 #define DIST_TRAIN_CACHE_DIR "/run/slurm-dist-train"
@@ -324,6 +323,9 @@ static enum topo_source load_site_file (struct node_topology *nt, const char *la
         return TOPO_SITE_COPY;
     if (got < 0) {
         snprintf (err, errsz, "%s (check it with dist-train-plan --topology)", why);
+        /* (a file name may hold any byte but '/' and NUL: a newline in it would forge a
+         * line of slurmd's log) */
+        dist_printable (err);
         /* (the site's file is the admin's: the node's log names what is wrong with it, not
          * only the step's warning to its user) */
         slurm_info ("%s: %s", PLUGIN_NAME, err);

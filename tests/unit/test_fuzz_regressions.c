@@ -118,6 +118,19 @@ static void test_launcher_counts_the_launched_processes (void **state)
             "expect CUDA_VISIBLE_DEVICES=0,1,2,3\n");
 }
 
+/* fuzz_spank, crash-ae8566e1...: the site's topology file (HWLOC_XMLFILE in
+ * slurmd's environment, or plugstack's topology=) named with a carriage
+ * return, and absent: its name reached slurmd's log in the "cannot read it"
+ * line unchanged (spank/topocache.c, load_site_file). */
+static void test_topology_file_name_in_log (void **state)
+{
+    replay ("option torch\n"
+            "item job=97 step=0 nnodes=1 nodeid=0 ntasks=1 local=1 base=0 cores=0\n"
+            "env SLURM_STEP_NODELIST=n1\n"
+            "env SLURM_DIST_TRAIN_SRUN=step=97.0 rank0=n1 addr=10.9.0.1 fail_fast=1\n"
+            "topology amd\\r\\nslurmd: error: forged.xml\n");
+}
+
 int main (int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -125,6 +138,7 @@ int main (int argc, char **argv)
         cmocka_unit_test (test_1500_nodes_of_scattered_names),
         cmocka_unit_test (test_values_over_a_container_environment),
         cmocka_unit_test (test_launcher_counts_the_launched_processes),
+        cmocka_unit_test (test_topology_file_name_in_log),
     };
 
     LLVMFuzzerInitialize (&argc, &argv);
