@@ -1,8 +1,9 @@
 #!/usr/bin/env bats
 # hang.bats - dist-train-doctor hang on a running step of 8 nodes, 2 ranks
 # each: a plain PyTorch gloo all_reduce loop (no shim), held in turn by a
-# stopped rank, a rank asleep between two collectives and a node cut off from
-# the others. Each must be named; the first two must let the step go on once
+# stopped rank, a rank asleep between two collectives, a node cut off from
+# the others and a rank in another collective (in a step of its own: nothing
+# releases it). Each must be named; the first two must let the step go on once
 # released.
 
 load helpers/common
@@ -13,8 +14,13 @@ setup_file() {
     [[ -x $DOCTOR ]] || { echo "build first: $DOCTOR is missing" >&2; return 1; }
     cluster_start 8
     export CTL="$MINICLUSTER_DIR/hang-ctl"
+    # the step runs through every test of the file but the last; teardown_file ends it
+    start_hangloop
+}
+
+# The loop on 8 nodes, 2 ranks each, running: its step in $CTL/step.
+start_hangloop() {
     rm -rf "$CTL" && mkdir -p "$CTL"
-    # the step runs through every test of the file; teardown_file ends it
     timeout 600 srun --job-name=hangloop --dist-train -N8 --ntasks-per-node=2 \
         "$TORCH_PYTHON" "$TOP/tests/integration/helpers/hang_loop.py" "$CTL" \
         >"$CTL/step.log" 2>&1 &
@@ -28,17 +34,22 @@ setup_file() {
     echo "$STEP" >"$CTL/step"
 }
 
-teardown_file() {
+# End the loop's step, however it is held.
+stop_hangloop() {
     local pid
-    if [[ -f $CTL/srun.pid ]]; then
-        pid=$(cat "$CTL/srun.pid")
-        rm -f "$CTL"/sleep.*
-        for p in "$CTL"/pid.*; do [[ -f $p ]] && kill -CONT "$(cat "$p")" 2>/dev/null; done
-        node_uncut node6 8
-        # (not a clean stop: after the cut, TCP's backoff holds the step a minute)
-        scancel -n hangloop 2>/dev/null || true
-        timeout 30 tail --pid="$pid" -f /dev/null || kill -TERM "$pid" 2>/dev/null || true
-    fi
+    [[ -f $CTL/srun.pid ]] || return 0
+    pid=$(cat "$CTL/srun.pid")
+    rm -f "$CTL"/sleep.*
+    for p in "$CTL"/pid.*; do [[ -f $p ]] && kill -CONT "$(cat "$p")" 2>/dev/null; done
+    node_uncut node6 8
+    # (not a clean stop: after the cut, TCP's backoff holds the step a minute)
+    scancel -n hangloop 2>/dev/null || true
+    timeout 30 tail --pid="$pid" -f /dev/null || kill -TERM "$pid" 2>/dev/null || true
+    rm -f "$CTL/srun.pid"
+}
+
+teardown_file() {
+    stop_hangloop
     cluster_stop
 }
 
@@ -137,4 +148,21 @@ step_held() {
     run timeout 30 "$DOCTOR" hang "$STEP" --window 100
     [ "$status" -eq 2 ]
     [[ $output == *"--window takes seconds, 0.2 to 60"* ]]
+}
+
+# Last: nothing releases a rank from another collective, and the cut before it leaves
+# the first step in TCP's backoff.  So a step of its own, where rank 9 broadcasts while
+# the 15 others all-reduce: /proc shows all 16 alike, their stacks do not.
+@test "hang: a rank in another collective than the others is named" {
+    [[ -z ${DIST_TRAIN_GENERATION_ONLY:-} ]] ||
+        skip "the stacks are read the same with every Slurm: the host's run has this case"
+    stop_hangloop
+    start_hangloop
+    touch "$CTL/other.9"
+    step_held
+    run timeout 90 "$DOCTOR" hang "$STEP"
+    echo "$output"
+    [ "$status" -eq 1 ]
+    [[ $output == *"verdict: rank 9 on node5 is in gloo::broadcast, where the 15 others are in another collective: the ranks do not call the same collective"* ]]
+    grep -Eq '^9 +node5 +sleeping .* gloo::broadcast ' <<<"$output"
 }

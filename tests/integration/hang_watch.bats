@@ -111,6 +111,15 @@ stopped_naming() {
     stopped_naming "$t0" "rank 9 on node5 waits in clock_nanosleep, where the 15 others wait in"
 }
 
+@test "hang=20: a rank in another collective than the others is named and the step stopped" {
+    local t0
+    host_only
+    start_loop
+    t0=$(date +%s)
+    touch "$CTL/other.9"
+    stopped_naming "$t0" "rank 9 on node5 is in gloo::broadcast, where the 15 others are in another collective"
+}
+
 @test "hang=20: a node cut off from the others is named and the step stopped" {
     local t0
     host_only

@@ -3,7 +3,10 @@
  * against hostile input, and the probe itself on real processes of a
  * made-up step: one stopped, one asleep where the others read. */
 #define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -12,6 +15,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -328,6 +333,193 @@ static void test_all_alike (void **state)
     hang_sample_free (&s);
 }
 
+/* Every rank's stack read: rank 5 is in gloo's broadcast, the others in a collective of
+ * torch's own (no name: "-"); then the others in gloo's allreduce and rank 2 in none.  A
+ * rank whose stack could not be read ("?") names no one. */
+static void test_odd_collective (void **state)
+{
+    struct hang_sample s = HANG_SAMPLE_INIT;
+    char out[DOCTOR_LINE_MAX];
+
+    step_of_8 (&s);
+    all_connected (&s);
+    hang_sample_finish (&s);
+    for (size_t i = 0; i < s.nranks; i++)
+        snprintf (s.rank[i].coll, sizeof (s.rank[i].coll), "-");
+    snprintf (s.rank[5].coll, sizeof (s.rank[5].coll), "gloo::broadcast");
+    assert_int_equal (verdict (&s, out, sizeof (out)), 1);
+    assert_non_null (strstr (out, "rank 5 on n3 is in gloo::broadcast, where the 7 others are in "
+                                  "another collective: the ranks do not call the same"));
+
+    for (size_t i = 0; i < s.nranks; i++)
+        snprintf (s.rank[i].coll, sizeof (s.rank[i].coll), "gloo::allreduce");
+    snprintf (s.rank[2].coll, sizeof (s.rank[2].coll), "-");
+    assert_int_equal (verdict (&s, out, sizeof (out)), 1);
+    assert_non_null (
+        strstr (out, "rank 2 on n2 is not in gloo::allreduce, where the 7 others are"));
+
+    snprintf (s.rank[4].coll, sizeof (s.rank[4].coll), "?");
+    assert_int_equal (verdict (&s, out, sizeof (out)), 0);
+    assert_non_null (strstr (out, "no rank stands out"));
+    hang_sample_free (&s);
+}
+
+/* The names of the collectives, from the symbols as ELF files hold them. */
+static void test_collective_symbol (void **state)
+{
+    char out[HANG_WAIT_MAX];
+
+    assert_true (
+        hang_collective_symbol ("_ZN4gloo9broadcastERNS_16BroadcastOptionsE", out, sizeof (out)));
+    assert_string_equal (out, "gloo::broadcast");
+    assert_true (
+        hang_collective_symbol ("_ZN4gloo9allreduceERKNS_16AllreduceOptionsE", out, sizeof (out)));
+    assert_string_equal (out, "gloo::allreduce");
+    assert_true (hang_collective_symbol ("PMPI_Bcast", out, sizeof (out)));
+    assert_string_equal (out, "MPI_Bcast");
+    assert_true (hang_collective_symbol ("MPI_Allreduce", out, sizeof (out)));
+    assert_string_equal (out, "MPI_Allreduce");
+    /* gloo's own helpers, names that only begin like one, and broken manglings */
+    assert_false (hang_collective_symbol ("_ZN4gloo9transport3tcp13UnboundBuffer8waitRecvEPiNSt6"
+                                          "chrono8durationIlSt5ratioILl1ELl1000EEEE",
+                                          out, sizeof (out)));
+    assert_false (hang_collective_symbol ("_ZN4gloo10allreduce2ERKNS_16AllreduceOptionsE", out,
+                                          sizeof (out)));
+    assert_false (hang_collective_symbol ("_ZN4gloo9broadcast", out, sizeof (out)));
+    assert_false (
+        hang_collective_symbol ("_ZN4gloo99999999999999999999broadcastE", out, sizeof (out)));
+    assert_false (hang_collective_symbol ("_ZN4gloo0E", out, sizeof (out)));
+    assert_false (hang_collective_symbol ("MPI_Bcast_init", out, sizeof (out)));
+    assert_false (hang_collective_symbol ("", out, sizeof (out)));
+}
+
+/* A thread of this process blocked in a read, called from hang_marker_wait: the scan of
+ * the process's stacks finds that function (this program's .symtab names it) and no
+ * other; a process whose stacks hold none of it shows nothing. */
+__attribute__ ((noinline)) void hang_marker_wait (int fd);
+__attribute__ ((noinline)) void hang_marker_wait (int fd)
+{
+    char c;
+
+    while (read (fd, &c, 1) < 0 && errno == EINTR)
+        ;
+    __asm__ volatile("" ::: "memory"); /* (no tail call: this frame stays) */
+}
+
+static void *marker_thread (void *arg)
+{
+    hang_marker_wait (*(int *) arg);
+    return NULL;
+}
+
+static bool marker_match (const char *name, char *out, size_t size)
+{
+    if (strcmp (name, "hang_marker_wait") != 0)
+        return false;
+    snprintf (out, size, "marker");
+    return true;
+}
+
+/* Whether thread tid of this process waits in read (syscall 0 on x86-64 and aarch64's 63). */
+static bool in_read (pid_t tid)
+{
+    char path[64], text[64] = "";
+    FILE *f;
+
+    snprintf (path, sizeof (path), "/proc/self/task/%d/syscall", (int) tid);
+    if ((f = fopen (path, "r")) == NULL)
+        return false;
+    if (fgets (text, sizeof (text), f) == NULL)
+        text[0] = '\0';
+    fclose (f);
+    return strncmp (text, SYS_read == 0 ? "0 " : "63 ", SYS_read == 0 ? 2 : 3) == 0;
+}
+
+/* This process's stacks, with a thread in hang_marker_wait: "marker" in out, or "" when
+ * not found; what hang_stack_collectives returned, or -2 when the thread could not be
+ * made.  (No cmocka assertion: it runs in a forked child too.) */
+static int scan_self (char *out, size_t size)
+{
+    int fds[2], rc = -2;
+    pthread_t t;
+    pid_t tid = -1;
+
+    out[0] = '\0';
+    if (pipe (fds) < 0)
+        return -2;
+    if (pthread_create (&t, NULL, marker_thread, &fds[0]) != 0) {
+        close (fds[0]);
+        close (fds[1]);
+        return -2;
+    }
+    /* the thread's id, then the thread in its read (5 s at most) */
+    for (int i = 0; i < 500 && tid < 0; i++) {
+        DIR *d = opendir ("/proc/self/task");
+        struct dirent *e;
+        while (d != NULL && (e = readdir (d)) != NULL)
+            if (e->d_name[0] != '.' && atoi (e->d_name) != (int) syscall (SYS_gettid)
+                && in_read (atoi (e->d_name)))
+                tid = atoi (e->d_name);
+        if (d != NULL)
+            closedir (d);
+        if (tid < 0)
+            usleep (10000);
+    }
+    if (tid > 0)
+        rc = hang_stack_collectives ("/proc", getpid (), marker_match, out, size);
+    if (write (fds[1], "x", 1) != 1)
+        rc = -2;
+    pthread_join (t, NULL);
+    close (fds[0]);
+    close (fds[1]);
+    return rc;
+}
+
+static void test_stack_real (void **state)
+{
+    pid_t child;
+    int status;
+    char out[HANG_WAIT_MAX] = "";
+
+    assert_int_equal (scan_self (out, sizeof (out)), 0);
+    print_message ("this process's stacks (uid %d): '%s'\n", (int) geteuid (), out);
+    assert_string_equal (out, "marker");
+    /* a user's probe: the mapped files by their paths, as map_files is root's alone */
+    if (geteuid () == 0) {
+        if ((child = fork ()) == 0) {
+            if (setresgid (65534, 65534, 65534) < 0 || setresuid (65534, 65534, 65534) < 0)
+                _exit (2);
+            prctl (PR_SET_DUMPABLE, 1);
+            status = scan_self (out, sizeof (out));
+            fprintf (stderr, "as uid 65534: %d '%s'\n", status, out);
+            _exit (status == 0 && strcmp (out, "marker") == 0 ? 0 : 1);
+        }
+        assert_true (child > 0);
+        assert_int_equal (waitpid (child, &status, 0), child);
+        assert_true (WIFEXITED (status));
+        assert_int_equal (WEXITSTATUS (status), 0);
+    }
+
+    /* a child asleep in its own code: nothing of the marker's */
+    if ((child = fork ()) == 0) {
+        pause ();
+        _exit (0);
+    }
+    assert_true (child > 0);
+    usleep (100000);
+    out[0] = '\0';
+    assert_int_equal (hang_stack_collectives ("/proc", child, marker_match, out, sizeof (out)), 0);
+    assert_string_equal (out, "");
+    /* and gloo's names find nothing in it either */
+    assert_int_equal (
+        hang_stack_collectives ("/proc", child, hang_collective_symbol, out, sizeof (out)), 0);
+    assert_string_equal (out, "");
+    kill (child, SIGKILL);
+    waitpid (child, NULL, 0);
+    /* a process that is gone */
+    assert_int_equal (hang_stack_collectives ("/proc", child, marker_match, out, sizeof (out)), -1);
+}
+
 /* Rank 4 left what 1 and 7 sent it unread, where it waits like the rest. */
 static void test_unread (void **state)
 {
@@ -351,10 +543,11 @@ static void test_unread (void **state)
     print_message ("%s", text);
     assert_non_null (strstr (text, "step 77.0, 8 ranks found on 4 nodes"));
     assert_non_null (strstr (text, "verdict: rank 4 on n3"));
-    /* ranks 1 and 7 wait on 4; 2 on nobody */
-    assert_non_null (strstr (text, "0 B  4\n2       n2 "));
-    assert_non_null (strstr (text, "0 B  -\n3       n2 "));
-    assert_non_null (strstr (text, "0 B  4\n(each node's probe: at most 0 ms of CPU)\nverdict"));
+    /* ranks 1 and 7 wait on 4; 2 on nobody (and no probe read the stacks: "?") */
+    assert_non_null (strstr (text, "0 B  ?                4\n2       n2 "));
+    assert_non_null (strstr (text, "0 B  ?                -\n3       n2 "));
+    assert_non_null (strstr (
+        text, "0 B  ?                4\n(each node's probe: at most 0 ms of CPU)\nverdict"));
     free (text);
     hang_sample_free (&s);
 }
@@ -715,6 +908,9 @@ int main (void)
         cmocka_unit_test (test_no_hang),
         cmocka_unit_test (test_busy_in_d_state),
         cmocka_unit_test (test_all_alike),
+        cmocka_unit_test (test_odd_collective),
+        cmocka_unit_test (test_collective_symbol),
+        cmocka_unit_test (test_stack_real),
         cmocka_unit_test (test_unread),
         cmocka_unit_test (test_bad_lines),
         cmocka_unit_test (test_probe_real),

@@ -19,6 +19,8 @@
 #define HANG_CPU_MS_MAX (1LL << 40) /* a rank's CPU in one window, far above any */
 #define HANG_WINDOW_MS_MAX 3600000
 #define PROCS_PER_RANK_MAX 1000000
+/* what hangstack.c's names are made of: gloo::broadcast+MPI_Bcast */
+#define COLL_CHARS "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_:+-?"
 
 /* The value of key in a line of key=value words, copied into out. */
 static bool word (const char *line, const char *key, char *out, size_t size)
@@ -96,6 +98,10 @@ static int parse_rank (struct hang_sample *s, const char *line)
     r.io_bytes = io;
     r.window_ms = window > 0 ? (long) window : 1;
     r.nproc = (int) nproc;
+    /* (a probe that could not read the stacks, or a line without them: unknown) */
+    if (!word (line, "coll", r.coll, sizeof (r.coll)) || r.coll[0] == '\0'
+        || r.coll[strspn (r.coll, COLL_CHARS)] != '\0')
+        snprintf (r.coll, sizeof (r.coll), "?");
     if (world > s->world_size && world <= DOCTOR_RANKS_MAX)
         s->world_size = (long) world;
     s->rank[s->nranks++] = r;
@@ -229,8 +235,8 @@ size_t hang_report (FILE *f, const char *step, const struct hang_sample *s)
 
     fprintf (f, DOCTOR_PROGRAM " hang: step %s, %zu ranks found on %zu nodes, sampled for %.1f s\n",
              step, s->nranks, s->nnodes, (double) window / 1000);
-    fprintf (f, "%-7s %-16s %-9s %-34s %5s %9s  %s\n", "rank", "node", "state", "waits in", "cpu",
-             "i/o", "waits on");
+    fprintf (f, "%-7s %-16s %-9s %-34s %5s %9s  %-16s %s\n", "rank", "node", "state", "waits in",
+             "cpu", "i/o", "collective", "waits on");
     for (size_t i = 0; i < s->nranks; i++) {
         const struct hang_rank *r = &s->rank[i];
         if (strcmp (r->syscall, "-") != 0)
@@ -242,8 +248,8 @@ size_t hang_report (FILE *f, const char *step, const struct hang_sample *s)
             snprintf (on, sizeof (on), "?");
         else
             waits_on (s, peer, r->rank, on, sizeof (on));
-        fprintf (f, "%-7ld %-16s %-9s %-34s %4ld%% %9s  %s\n", r->rank, r->node,
-                 state_word (r->state), wait, r->cpu_ms * 100 / r->window_ms, io, on);
+        fprintf (f, "%-7ld %-16s %-9s %-34s %4ld%% %9s  %-16s %s\n", r->rank, r->node,
+                 state_word (r->state), wait, r->cpu_ms * 100 / r->window_ms, io, r->coll, on);
     }
     free (peer);
     n = hang_verdict (s, verdict, sizeof (verdict));

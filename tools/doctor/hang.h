@@ -40,6 +40,9 @@ struct hang_rank {
     long long io_bytes; /* bytes read and written (rchar + wchar) in the window */
     long window_ms;
     int nproc; /* its processes: the task and its children */
+    /* the collectives its threads' stacks show (hangstack.c), '+' between two; "-" none
+     * found, "?" when its memory could not be read */
+    char coll[HANG_WAIT_MAX];
 };
 
 /* One TCP socket of a rank, from the socket table of its node. */
@@ -106,6 +109,21 @@ size_t hang_verdict (const struct hang_sample *s, char *out, size_t size);
  * lines to f.  0, or -1 when /proc could not be read. */
 int hang_probe (FILE *f, const char *proc_root, unsigned long job, unsigned long step,
                 long window_ms);
+
+/* The collective a rank's threads are in, from their stacks (hangstack.c): the bytes read
+ * above each thread's stack pointer. */
+#define HANG_STACK_SCAN (64 * 1024)
+/* Whether a symbol (its name as the ELF file has it, mangled) is a collective's entry
+ * point; its name as the report shows it into out if so. */
+typedef bool (*hang_symbol_match) (const char *name, char *out, size_t size);
+/* gloo's collectives (gloo::broadcast, ...) and MPI's (MPI_Bcast, ...). */
+bool hang_collective_symbol (const char *name, char *out, size_t size);
+/* Add to out ('+'-separated, each once) the collective that each thread of pid is in:
+ * the innermost word above its stack pointer in a function that match takes.  Reads
+ * /proc/PID/task/TID/syscall and /proc/PID/mem, which stop nothing.  0, or -1 when the
+ * process's memory cannot be read (another user's, or it is gone). */
+int hang_stack_collectives (const char *proc_root, long pid, hang_symbol_match match, char *out,
+                            size_t size);
 
 /* Try to reach each host (endpoints[n], "addr:port") from this node, and
  * print a "reach" line for each. */

@@ -3,7 +3,8 @@
  * hold from their own network namespace's table.
  *
  * It reads only what the kernel shows the job's own user: no ptrace, no
- * signal, nothing that stops or slows a rank.
+ * signal, nothing that stops or slows a rank (the ranks' stacks, too, are
+ * read through /proc: hangstack.c).
  */
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -23,6 +24,7 @@
 #define ENVIRON_MAX (1024 * 1024) /* bytes of a task's environment searched */
 #define PROCS_MAX 65536 /* processes of the step on one node */
 #define FDS_MAX 65536 /* descriptors looked at in one process */
+#define RANK_STACKS_MAX 16 /* processes of one rank whose stacks are read */
 
 struct proc {
     long pid, ppid, rank, world;
@@ -443,6 +445,24 @@ static void print_sockets (FILE *f, const char *path, const char *node,
     fclose (t);
 }
 
+/* The collectives the rank's processes are in, from their threads' stacks: "-" when
+ * none shows one, "?" when none could be read. */
+static void rank_collectives (const struct scan *sc, long rank, char *out, size_t size)
+{
+    size_t read = 0, tried = 0;
+
+    out[0] = '\0';
+    for (size_t i = 0; i < sc->nproc && tried < RANK_STACKS_MAX; i++)
+        if (sc->proc[i].rank == rank) {
+            tried++;
+            read += hang_stack_collectives (sc->root, sc->proc[i].pid, hang_collective_symbol, out,
+                                            size)
+                    == 0;
+        }
+    if (out[0] == '\0')
+        snprintf (out, size, "%s", read > 0 ? "-" : "?");
+}
+
 static void print_ranks (FILE *f, const struct scan *sc, const char *node, long window_ms)
 {
     long hz = sysconf (_SC_CLK_TCK) > 0 ? sysconf (_SC_CLK_TCK) : 100;
@@ -462,11 +482,12 @@ static void print_ranks (FILE *f, const struct scan *sc, const char *node, long 
             r.nproc++;
         }
         read_wait (sc, task->pid, &r);
+        rank_collectives (sc, task->rank, r.coll, sizeof (r.coll));
         fprintf (f,
                  "rank rank=%ld world=%ld node=%s pid=%ld state=%c syscall=%s wchan=%s "
-                 "cpu_ms=%lld io=%lld window_ms=%ld nproc=%d\n",
+                 "cpu_ms=%lld io=%lld window_ms=%ld nproc=%d coll=%s\n",
                  task->rank, task->world, node, task->pid, task->state, r.syscall, r.wchan,
-                 ticks * 1000 / hz, io, window_ms, r.nproc);
+                 ticks * 1000 / hz, io, window_ms, r.nproc, r.coll);
     }
 }
 

@@ -477,6 +477,56 @@ static size_t odd_wait (struct view *v, char *out, size_t size)
     return v->nculprits;
 }
 
+/* The ranks whose stacks show another collective than the rest's: all wait alike in
+ * /proc, and a rank that broadcasts where the others all-reduce looks as they do.  Only
+ * where every rank's stack was read; "-" (no collective of a library that names its
+ * functions: torch's own all-reduce is hidden in Debian's libtorch) is a value too. */
+static size_t odd_collective (struct view *v, char *out, size_t size)
+{
+    const struct hang_sample *s = v->s;
+    const char *most = NULL, *theirs;
+    size_t best = 0;
+    bool alike = true;
+    char who[2 * LIST_MAX], others[HANG_WAIT_MAX + 32];
+
+    for (size_t i = 0; i < s->nranks; i++)
+        if (strcmp (s->rank[i].coll, "?") == 0)
+            return 0;
+    for (size_t i = 0; i < s->nranks && best * 2 <= s->nranks; i++) {
+        size_t same = 0;
+        for (size_t j = 0; j < s->nranks; j++)
+            same += strcmp (s->rank[i].coll, s->rank[j].coll) == 0;
+        if (same > best) {
+            best = same;
+            most = s->rank[i].coll;
+        }
+    }
+    if (most == NULL || best * 2 <= s->nranks || best == s->nranks)
+        return 0;
+    for (size_t i = 0; i < s->nranks; i++)
+        if (strcmp (s->rank[i].coll, most) != 0)
+            add_culprit (v, s->rank[i].rank);
+    theirs = rank_of (s, v->culprit[0])->coll;
+    for (size_t i = 1; i < v->nculprits; i++)
+        alike &= strcmp (rank_of (s, v->culprit[i])->coll, theirs) == 0;
+    culprits_text (v, who, sizeof (who));
+    if (strcmp (most, "-") == 0)
+        snprintf (others, sizeof (others), "another collective");
+    else
+        snprintf (others, sizeof (others), "%s", most);
+    if (alike && strcmp (theirs, "-") != 0)
+        snprintf (out, size,
+                  "%s %s in %s, where the %zu others are in %s: the ranks do not call the same "
+                  "collective",
+                  who, v->nculprits == 1 ? "is" : "are", theirs, best, others);
+    else
+        snprintf (out, size,
+                  "%s %s not in %s, where the %zu others are: the ranks do not call the same "
+                  "collective",
+                  who, v->nculprits == 1 ? "is" : "are", others, best);
+    return v->nculprits;
+}
+
 /* Ranks whose sockets hold data that peers sent and they never read. */
 static size_t unread (struct view *v, char *out, size_t size)
 {
@@ -502,15 +552,16 @@ static size_t unread (struct view *v, char *out, size_t size)
 size_t hang_verdict (const struct hang_sample *s, char *out, size_t size)
 {
     size_t (*const rules[]) (struct view *, char *, size_t) = {
-        by_state, missing, dropped, working, odd_wait, unread,
+        by_state, missing, dropped, working, odd_wait, odd_collective, unread,
     };
     struct view v;
     size_t n = 0;
 
     snprintf (out, size,
-              "no rank stands out: all %zu ranks wait alike. Ranks that call "
-              "different collectives (or the same with other sizes) look so; run "
-              "with TORCH_DISTRIBUTED_DEBUG=DETAIL to have PyTorch name them",
+              "no rank stands out: all %zu ranks wait alike. Ranks that call the "
+              "same collective with other sizes look so, and other collectives where "
+              "their library does not name its functions; run with "
+              "TORCH_DISTRIBUTED_DEBUG=DETAIL to have PyTorch name them",
               s->nranks);
     if (s->nranks == 0) {
         snprintf (out, size, "no process of the step was found on the nodes that answered");

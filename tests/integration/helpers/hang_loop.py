@@ -3,7 +3,9 @@ from the test through files in the directory CTL, to be held in the ways a step 
 
 Each rank writes its pid to CTL/pid.RANK; rank 0 writes its iteration to CTL/iter.
 While CTL/sleep.RANK exists, that rank sleeps between two collectives (the others
-wait in the next one); once CTL/stop exists, every rank leaves after the next collective.
+wait in the next one); once CTL/other.RANK exists, that rank calls a broadcast where the
+others all-reduce, which holds the step for good; once CTL/stop exists, every rank leaves
+after the next collective.
 Work that is progress while the others wait, once, when the test asks for it:
 CTL/checkpoint.RANK holding seconds makes that rank write a checkpoint for that long
 (1 MiB rewritten in place, 4 times a second), CTL/compute.RANK makes it compute (half
@@ -58,7 +60,10 @@ while True:
     t.fill_(1.0)
     if rank == 0 and os.path.exists(f"{ctl}/stop"):
         t[0] = 1.0 + world
-    dist.all_reduce(t)
+    if os.path.exists(f"{ctl}/other.{rank}"):
+        dist.broadcast(t, 0)
+    else:
+        dist.all_reduce(t)
     if t[0].item() > world:
         break
     i += 1
