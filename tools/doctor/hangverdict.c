@@ -443,31 +443,50 @@ static const char *wait_of (const struct hang_rank *r)
     return strcmp (r->syscall, "-") != 0 ? r->syscall : r->wchan;
 }
 
+static const char *coll_of (const struct hang_rank *r)
+{
+    return r->coll;
+}
+
+/* The value of key that more than half the ranks share, but not all; the ranks with
+ * another value become the culprits, and *count the ranks with it.  NULL when there is
+ * no such value. */
+static const char *odd_ones (struct view *v, const char *(*key) (const struct hang_rank *),
+                             size_t *count)
+{
+    const struct hang_sample *s = v->s;
+    const char *most = NULL;
+    size_t best = 0;
+
+    for (size_t i = 0; i < s->nranks && best * 2 <= s->nranks; i++) {
+        size_t same = 0;
+        for (size_t j = 0; j < s->nranks; j++)
+            same += strcmp (key (&s->rank[i]), key (&s->rank[j])) == 0;
+        if (same > best) {
+            best = same;
+            most = key (&s->rank[i]);
+        }
+    }
+    if (most == NULL || best * 2 <= s->nranks || best == s->nranks)
+        return NULL;
+    for (size_t i = 0; i < s->nranks; i++)
+        if (strcmp (key (&s->rank[i]), most) != 0)
+            add_culprit (v, s->rank[i].rank);
+    *count = best;
+    return most;
+}
+
 /* The few ranks that wait in another call than the rest: they are not in
  * the collective the rest wait in (a sleep, a read of a file, a lock). */
 static size_t odd_wait (struct view *v, char *out, size_t size)
 {
     const struct hang_sample *s = v->s;
-    const char *most = NULL;
+    const char *most;
     size_t best = 0;
     char who[2 * LIST_MAX];
 
-    for (size_t i = 0; i < s->nranks; i++) {
-        size_t same = 0;
-        for (size_t j = 0; j < s->nranks; j++)
-            same += strcmp (wait_of (&s->rank[i]), wait_of (&s->rank[j])) == 0;
-        if (same > best) {
-            best = same;
-            most = wait_of (&s->rank[i]);
-        }
-        if (best * 2 > s->nranks)
-            break;
-    }
-    if (most == NULL || best * 2 <= s->nranks || best == s->nranks)
+    if ((most = odd_ones (v, wait_of, &best)) == NULL)
         return 0;
-    for (size_t i = 0; i < s->nranks; i++)
-        if (strcmp (wait_of (&s->rank[i]), most) != 0)
-            add_culprit (v, s->rank[i].rank);
     culprits_text (v, who, sizeof (who));
     snprintf (out, size,
               "%s %s in %s, where the %zu others wait in %s: %s outside the collective they "
@@ -484,7 +503,7 @@ static size_t odd_wait (struct view *v, char *out, size_t size)
 static size_t odd_collective (struct view *v, char *out, size_t size)
 {
     const struct hang_sample *s = v->s;
-    const char *most = NULL, *theirs;
+    const char *most, *theirs;
     size_t best = 0;
     bool alike = true;
     char who[2 * LIST_MAX], others[HANG_WAIT_MAX + 32];
@@ -492,20 +511,8 @@ static size_t odd_collective (struct view *v, char *out, size_t size)
     for (size_t i = 0; i < s->nranks; i++)
         if (strcmp (s->rank[i].coll, "?") == 0)
             return 0;
-    for (size_t i = 0; i < s->nranks && best * 2 <= s->nranks; i++) {
-        size_t same = 0;
-        for (size_t j = 0; j < s->nranks; j++)
-            same += strcmp (s->rank[i].coll, s->rank[j].coll) == 0;
-        if (same > best) {
-            best = same;
-            most = s->rank[i].coll;
-        }
-    }
-    if (most == NULL || best * 2 <= s->nranks || best == s->nranks)
+    if ((most = odd_ones (v, coll_of, &best)) == NULL)
         return 0;
-    for (size_t i = 0; i < s->nranks; i++)
-        if (strcmp (s->rank[i].coll, most) != 0)
-            add_culprit (v, s->rank[i].rank);
     theirs = rank_of (s, v->culprit[0])->coll;
     for (size_t i = 1; i < v->nculprits; i++)
         alike &= strcmp (rank_of (s, v->culprit[i])->coll, theirs) == 0;
