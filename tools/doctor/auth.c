@@ -128,86 +128,115 @@ static int nonce_line_parse (const char *word, const char *line, size_t len, cha
     return 0;
 }
 
-static void hello_head (const char *pn, char *head, size_t size)
+/* The head a nonce line's MAC covers: "LABEL WORD A" or "LABEL WORD A B". */
+static void nonce_head (const char *word, const char *a, const char *b, char *head, size_t size)
 {
-    snprintf (head, size, MAC_LABEL "hello %.32s", pn);
+    if (b == NULL)
+        snprintf (head, size, MAC_LABEL "%s %.32s", word, a);
+    else
+        snprintf (head, size, MAC_LABEL "%s %.32s %.32s", word, a, b);
+}
+
+/* A nonce line with word whose MAC covers word's head over a and, when the
+ * line's own nonce is the second, that one: 0 with the line's nonce. */
+static int nonce_line_check (const struct doctor_key *key, const char *word, const char *a,
+                             const char *line, size_t len, char out[DOCTOR_NONCE_HEX + 1])
+{
+    char text[DOCTOR_AUTH_LINE_MAX], head[DOCTOR_AUTH_LINE_MAX], nonce[DOCTOR_NONCE_HEX + 1];
+    const char *mac;
+
+    if (nonce_line_parse (word, line, len, text, nonce, &mac) < 0)
+        return -1;
+    nonce_head (word, a != NULL ? a : nonce, a != NULL ? nonce : NULL, head, sizeof (head));
+    if (!mac_ok (key, head, NULL, 0, mac))
+        return -1;
+    memcpy (out, nonce, sizeof (nonce));
+    return 0;
+}
+
+static int nonce_line (const struct doctor_key *key, const char *word, const char *a, const char *b,
+                       char *buf, size_t size)
+{
+    char head[DOCTOR_AUTH_LINE_MAX];
+
+    nonce_head (word, a, b, head, sizeof (head));
+    return nonce_line_format (key, word, head, b != NULL ? b : a, buf, size);
 }
 
 int doctor_hello_format (const struct doctor_key *key, const char *pn, char *buf, size_t size)
 {
-    char head[DOCTOR_AUTH_LINE_MAX];
-
-    hello_head (pn, head, sizeof (head));
-    return nonce_line_format (key, "hello", head, pn, buf, size);
+    return nonce_line (key, "hello", pn, NULL, buf, size);
 }
 
 int doctor_hello_check (const struct doctor_key *key, const char *line, size_t len,
                         char pn[DOCTOR_NONCE_HEX + 1])
 {
-    char text[DOCTOR_AUTH_LINE_MAX], head[DOCTOR_AUTH_LINE_MAX], nonce[DOCTOR_NONCE_HEX + 1];
-    const char *mac;
-
-    if (nonce_line_parse ("hello", line, len, text, nonce, &mac) < 0)
-        return -1;
-    hello_head (nonce, head, sizeof (head));
-    if (!mac_ok (key, head, NULL, 0, mac))
-        return -1;
-    memcpy (pn, nonce, sizeof (nonce));
-    return 0;
-}
-
-static void proof_head (const char *pn, const char *sn, char *head, size_t size)
-{
-    snprintf (head, size, MAC_LABEL "rank0 %.32s %.32s", pn, sn);
+    return nonce_line_check (key, "hello", NULL, line, len, pn);
 }
 
 int doctor_proof_format (const struct doctor_key *key, const char *pn, const char *sn, char *buf,
                          size_t size)
 {
-    char head[DOCTOR_AUTH_LINE_MAX];
-
-    proof_head (pn, sn, head, sizeof (head));
-    return nonce_line_format (key, "rank0", head, sn, buf, size);
+    return nonce_line (key, "rank0", pn, sn, buf, size);
 }
 
 int doctor_proof_check (const struct doctor_key *key, const char *pn, const char *line, size_t len,
                         char sn[DOCTOR_NONCE_HEX + 1])
 {
-    char text[DOCTOR_AUTH_LINE_MAX], head[DOCTOR_AUTH_LINE_MAX], nonce[DOCTOR_NONCE_HEX + 1];
-    const char *mac;
-
-    if (nonce_line_parse ("rank0", line, len, text, nonce, &mac) < 0)
-        return -1;
-    proof_head (pn, nonce, head, sizeof (head));
-    if (!mac_ok (key, head, NULL, 0, mac))
-        return -1;
-    memcpy (sn, nonce, sizeof (nonce));
-    return 0;
+    return nonce_line_check (key, "rank0", pn, line, len, sn);
 }
 
-static void record_head (const char *sn, const char *pn, char *head, size_t size)
+int doctor_fabric_hello_format (const struct doctor_key *key, const char *fn, char *buf,
+                                size_t size)
 {
-    snprintf (head, size, MAC_LABEL "record %.32s %.32s\n", sn, pn);
+    return nonce_line (key, "fabric", fn, NULL, buf, size);
 }
 
-int doctor_record_header (const struct doctor_key *key, const char *sn, const char *pn,
-                          const char *rec, size_t reclen, char *buf, size_t size)
+int doctor_fabric_hello_check (const struct doctor_key *key, const char *line, size_t len,
+                               char fn[DOCTOR_NONCE_HEX + 1])
+{
+    return nonce_line_check (key, "fabric", NULL, line, len, fn);
+}
+
+int doctor_fabric_proof_format (const struct doctor_key *key, const char *fn, const char *rn,
+                                char *buf, size_t size)
+{
+    return nonce_line (key, "fabric-ok", fn, rn, buf, size);
+}
+
+int doctor_fabric_proof_check (const struct doctor_key *key, const char *fn, const char *line,
+                               size_t len, char rn[DOCTOR_NONCE_HEX + 1])
+{
+    return nonce_line_check (key, "fabric-ok", fn, line, len, rn);
+}
+
+/* A block: a header line "WORD LEN MAC\n", then LEN bytes, the MAC over
+ * "LABEL WORD A B\n" and the bytes (the record, and the fabric check's plan
+ * and results: each word its own, so no block passes for another). */
+static void block_head (const char *word, const char *a, const char *b, char *head, size_t size)
+{
+    snprintf (head, size, MAC_LABEL "%.16s %.32s %.32s\n", word, a, b);
+}
+
+int doctor_block_header (const struct doctor_key *key, const char *word, const char *a,
+                         const char *b, const char *body, size_t len, char *buf, size_t size)
 {
     char head[DOCTOR_AUTH_LINE_MAX], mac[DOCTOR_MAC_HEX + 1];
 
-    record_head (sn, pn, head, sizeof (head));
-    if (reclen == 0 || mac_of (key, head, rec, reclen, mac) < 0)
+    block_head (word, a, b, head, sizeof (head));
+    if (len == 0 || mac_of (key, head, body, len, mac) < 0)
         return -1;
-    return fits (snprintf (buf, size, "record %zu %s\n", reclen, mac), size);
+    return fits (snprintf (buf, size, "%s %zu %s\n", word, len, mac), size);
 }
 
-int doctor_record_header_parse (const char *line, size_t len, size_t *reclen,
-                                char mac[DOCTOR_MAC_HEX + 1])
+int doctor_block_header_parse (const char *word, const char *line, size_t len, size_t *bodylen,
+                               char mac[DOCTOR_MAC_HEX + 1])
 {
     char text[DOCTOR_AUTH_LINE_MAX];
-    size_t n = 0, i = strlen ("record ");
+    size_t n = 0, i = strlen (word);
 
-    if (line_text (line, len, text, sizeof (text)) < 0 || strncmp (text, "record ", i) != 0)
+    if (line_text (line, len, text, sizeof (text)) < 0 || strncmp (text, word, i) != 0
+        || text[i++] != ' ')
         return -1;
     /* at most 5 digits, no leading zero: DOCTOR_MSG_MAX is 12288 */
     if (text[i] < '1' || text[i] > '9')
@@ -217,18 +246,36 @@ int doctor_record_header_parse (const char *line, size_t len, size_t *reclen,
     if (n > DOCTOR_MSG_MAX || text[i] != ' ' || strlen (text + i + 1) != DOCTOR_MAC_HEX
         || !dist_lower_hex (text + i + 1, DOCTOR_MAC_HEX))
         return -1;
-    *reclen = n;
+    *bodylen = n;
     memcpy (mac, text + i + 1, DOCTOR_MAC_HEX + 1);
     return 0;
+}
+
+int doctor_block_check (const struct doctor_key *key, const char *word, const char *a,
+                        const char *b, const char *body, size_t len, const char *mac)
+{
+    char head[DOCTOR_AUTH_LINE_MAX];
+
+    block_head (word, a, b, head, sizeof (head));
+    return mac_ok (key, head, body, len, mac) ? 0 : -1;
+}
+
+int doctor_record_header (const struct doctor_key *key, const char *sn, const char *pn,
+                          const char *rec, size_t reclen, char *buf, size_t size)
+{
+    return doctor_block_header (key, "record", sn, pn, rec, reclen, buf, size);
+}
+
+int doctor_record_header_parse (const char *line, size_t len, size_t *reclen,
+                                char mac[DOCTOR_MAC_HEX + 1])
+{
+    return doctor_block_header_parse ("record", line, len, reclen, mac);
 }
 
 int doctor_record_check (const struct doctor_key *key, const char *sn, const char *pn,
                          const char *rec, size_t reclen, const char *mac)
 {
-    char head[DOCTOR_AUTH_LINE_MAX];
-
-    record_head (sn, pn, head, sizeof (head));
-    return mac_ok (key, head, rec, reclen, mac) ? 0 : -1;
+    return doctor_block_check (key, "record", sn, pn, rec, reclen, mac);
 }
 
 /* A line of a word and a MAC over "LABEL WORD PN SN": the taken line and

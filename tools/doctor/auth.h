@@ -88,6 +88,30 @@ int doctor_taken_check (const struct doctor_key *key, const char *pn, const char
 int doctor_verdict_check (const struct doctor_key *key, const char *pn, const char *sn,
                           const char *line, size_t len, bool *ok);
 
+/* The fabric check's handshake on a path (fabric.h), the same shape as the
+ * rank's with rank 0 under its own words: the sender's hello, FN its
+ * nonce, MAC over "dist-train-doctor fabric FN"; the receiver's proof, RN
+ * its nonce, MAC over "dist-train-doctor fabric-ok FN RN". */
+int doctor_fabric_hello_format (const struct doctor_key *key, const char *fn, char *buf,
+                                size_t size);
+int doctor_fabric_hello_check (const struct doctor_key *key, const char *line, size_t len,
+                               char fn[DOCTOR_NONCE_HEX + 1]);
+int doctor_fabric_proof_format (const struct doctor_key *key, const char *fn, const char *rn,
+                                char *buf, size_t size);
+int doctor_fabric_proof_check (const struct doctor_key *key, const char *fn, const char *line,
+                               size_t len, char rn[DOCTOR_NONCE_HEX + 1]);
+
+/* Any block: "WORD LEN MAC\n" then LEN bytes (1..DOCTOR_MSG_MAX), the MAC
+ * over "dist-train-doctor WORD A B\n" and the bytes.  The record is the
+ * block "record" (A: SN, B: PN); the fabric check's plan to a node is
+ * "fabric-plan" (PN, SN), its results "fabric-result" (SN, PN). */
+int doctor_block_header (const struct doctor_key *key, const char *word, const char *a,
+                         const char *b, const char *body, size_t len, char *buf, size_t size);
+int doctor_block_header_parse (const char *word, const char *line, size_t len, size_t *bodylen,
+                               char mac[DOCTOR_MAC_HEX + 1]);
+int doctor_block_check (const struct doctor_key *key, const char *word, const char *a,
+                        const char *b, const char *body, size_t len, const char *mac);
+
 /* The hang watchers' line (hangwatch.c): a node's watcher tells the
  * decider, on rank 0's node, how long its ranks have made no progress.
  * The decider greets each connection with DOCTOR_WATCH_GREETING and a fresh

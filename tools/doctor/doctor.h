@@ -46,6 +46,12 @@ struct doctor_rank {
     char cpus[DOCTOR_LIST_MAX]; /* real affinity, as a list */
     char plan_cpus[DOCTOR_LIST_MAX]; /* DIST_TRAIN_CPUS */
     char stack[DOCTOR_LINE_MAX]; /* its node's collective stack, one line (probe.c) */
+    /* the fabric check (fabric.h), from the one task per node that takes
+     * part: where it listens (port 0: it does not, fabric_note says why) */
+    long fabric_port, fabric_mtu;
+    char fabric_addr[DOCTOR_NAME_MAX];
+    char fabric_if[DOCTOR_NAME_MAX];
+    char fabric_note[DOCTOR_NAME_MAX * 2];
     /* what is wrong with it: "problem: ..." or "warning: ...", "" past the last */
     char finding[DOCTOR_FINDINGS_MAX][DOCTOR_LINE_MAX];
 };
@@ -80,6 +86,7 @@ struct doctor_result {
     char problem[DOCTOR_PROBLEMS_MAX][DOCTOR_LINE_MAX];
     size_t nwarnings; /* risks that do not fail the step; the first DOCTOR_WARNINGS_MAX kept */
     char warning[DOCTOR_WARNINGS_MAX][DOCTOR_LINE_MAX];
+    char fabric[DOCTOR_LINE_MAX]; /* the fabric check's figures, "" when it did not run */
 };
 
 /* The message a rank sends: "key=value" lines, then "end".  Returns its

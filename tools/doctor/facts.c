@@ -81,6 +81,7 @@ void doctor_facts_gather (struct doctor_rank *r)
     r->local_world_size = env_long ("LOCAL_WORLD_SIZE");
     r->group_rank = env_long ("GROUP_RANK");
     r->connect_ms = -1;
+    r->fabric_port = r->fabric_mtu = -1;
     if (getenv ("SLURMD_NODENAME") != NULL)
         env_text ("SLURMD_NODENAME", r->node, sizeof (r->node));
     else if (gethostname (host, sizeof (host)) == 0) {

@@ -4,7 +4,11 @@
  * the ranks' environments agree; rank 0 prints one report.
  *
  *   srun --dist-train -N64 --ntasks-per-node=8 dist-train-doctor [--timeout S] [--json]
- *        [--then CMD ARGS...]
+ *        [--fabric fail|warn|off] [--then CMD ARGS...]
+ *   srun --dist-train -N16 --ntasks-per-node=1 dist-train-doctor fabric [--fabric warn] ...
+ *
+ * With more than one node it also checks the paths between them that the
+ * collectives will use (fabric.h), unless --fabric off.
  *
  * Only the environment contract and plain TCP, no PMIx, no Slurm library;
  * the node's PMIx is opened as Slurm's mpi/pmix opens it, to check it.
@@ -20,6 +24,7 @@
 
 #include "doctor.h"
 #include "auth.h"
+#include "fabricstar.h"
 #include "facts.h"
 #include "hang.h"
 #include "net.h"
@@ -33,14 +38,17 @@
 struct options {
     double timeout_s;
     bool json;
+    enum fabric_mode fabric;
     char **then; /* argv of the command to exec after a healthy check */
 };
 
 static void usage (FILE *f)
 {
-    fprintf (f, "usage: " DOCTOR_PROGRAM " [--timeout S] [--json] [--then CMD ARGS...]\n"
-                "  run it in place of the training program: srun --dist-train ... " DOCTOR_PROGRAM
-                "\n");
+    fprintf (
+        f, "usage: " DOCTOR_PROGRAM " [fabric] [--timeout S] [--json] [--fabric fail|warn|off]\n"
+           "       [--then CMD ARGS...]\n"
+           "  run it in place of the training program: srun --dist-train ... " DOCTOR_PROGRAM "\n"
+           "  'fabric': only to say so; the paths between nodes are checked unless --fabric off\n");
 }
 
 static int parse_options (int argc, char **argv, struct options *o)
@@ -50,11 +58,17 @@ static int parse_options (int argc, char **argv, struct options *o)
 
     o->timeout_s = 20;
     o->json = false;
+    o->fabric = FABRIC_FAIL;
     o->then = NULL;
     for (i = 1; i < argc; i++) {
         if (strcmp (argv[i], "--json") == 0)
             o->json = true;
-        else if (strcmp (argv[i], "--timeout") == 0 && i + 1 < argc) {
+        else if (strcmp (argv[i], "--fabric") == 0 && i + 1 < argc) {
+            if (fabric_mode_parse (argv[++i], &o->fabric) < 0) {
+                fprintf (stderr, P "--fabric takes fail, warn or off, not '%.32s'\n", argv[i]);
+                return -1;
+            }
+        } else if (strcmp (argv[i], "--timeout") == 0 && i + 1 < argc) {
             o->timeout_s = strtod (argv[++i], &end);
             if (*end != '\0' || !(o->timeout_s >= 1 && o->timeout_s <= 3600)) {
                 fprintf (stderr, P "--timeout takes seconds, 1 to 3600, not '%.32s'\n", argv[i]);
@@ -111,34 +125,6 @@ static int fail_late (long start_ms, const struct options *o)
     return 1;
 }
 
-/* One line from rank 0, whole, before deadline_ms: its length with the
- * '\n', 0 when rank 0 hung up or said nothing in time.  What follows the
- * line stays in the socket for the next call ("taken" and the verdict can
- * come in one segment). */
-static size_t read_line (int fd, char *buf, size_t size, long deadline_ms)
-{
-    struct pollfd p = {.fd = fd, .events = POLLIN};
-    size_t got = 0;
-    char *nl;
-
-    while (got < size && memchr (buf, '\n', got) == NULL) {
-        long left = deadline_ms - doctor_now_ms ();
-        ssize_t n;
-        if (left <= 0 || poll (&p, 1, (int) left) <= 0)
-            return 0;
-        n = recv (fd, buf + got, size - got, MSG_PEEK);
-        if (n > 0 && (nl = memchr (buf + got, '\n', (size_t) n)) != NULL)
-            n = nl - (buf + got) + 1;
-        if (n > 0)
-            n = recv (fd, buf + got, (size_t) n, 0);
-        if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
-            return 0;
-        if (n > 0)
-            got += (size_t) n;
-    }
-    return memchr (buf, '\n', got) != NULL ? got : 0;
-}
-
 /* Where a rank connects from: NCCL_SOCKET_IFNAME's interface (its address
  * into src, its name into self->ifname), NULL for the kernel's choice;
  * -1 when the interface has no address of rank 0's family. */
@@ -192,7 +178,7 @@ static enum exchange exchange (int fd, struct doctor_rank *self, const struct do
     if (doctor_nonce (pn) < 0 || (n = doctor_hello_format (key, pn, line, sizeof (line))) < 0)
         return SEND_FAILED;
     if (doctor_send_all (fd, line, (size_t) n, deadline) < 0
-        || (got = read_line (fd, line, sizeof (line), deadline)) == 0)
+        || (got = doctor_read_line (fd, line, sizeof (line), deadline)) == 0)
         return NO_PROOF;
     if (got == strlen (DOCTOR_REFUSED_LINE) && memcmp (line, DOCTOR_REFUSED_LINE, got) == 0)
         return REFUSED;
@@ -208,7 +194,7 @@ static enum exchange exchange (int fd, struct doctor_rank *self, const struct do
     /* the header right before the record, sent as one */
     memcpy (msg + DOCTOR_AUTH_LINE_MAX - n, line, (size_t) n);
     if (doctor_send_all (fd, msg + DOCTOR_AUTH_LINE_MAX - n, (size_t) (n + len), deadline) < 0
-        || (got = read_line (fd, line, sizeof (line), deadline)) == 0)
+        || (got = doctor_read_line (fd, line, sizeof (line), deadline)) == 0)
         return NOT_TAKEN;
     return doctor_taken_check (key, pn, sn, line, got) == 0 ? TAKEN : BAD_PROOF;
 }
@@ -226,6 +212,7 @@ struct peer {
     char src_text[DOCTOR_NAME_MAX];
     char pn[DOCTOR_NONCE_HEX + 1], sn[DOCTOR_NONCE_HEX + 1]; /* the nonces, for the verdict */
     int fd;
+    int tfd, ufd; /* the fabric check's listener, on the node's leader */
 };
 
 /* Where this end of the connection is, for the report: its address, and
@@ -312,13 +299,20 @@ static int peer_verdict (struct peer *p)
     char line[DOCTOR_AUTH_LINE_MAX];
     size_t got;
     bool ok;
+    int plan = 0;
 
     /* rank 0 answers at most its timeout after it started, which was
-     * before we connected */
-    got = read_line (p->fd, line, sizeof (line),
-                     doctor_now_ms () + (long) (p->o->timeout_s * 1000) + 5000);
+     * before we connected, and the fabric check's time after */
+    got = doctor_read_line (p->fd, line, sizeof (line),
+                            doctor_now_ms () + (long) (p->o->timeout_s * 1000) + 5000
+                                + FABRIC_BUDGET_MAX_MS);
+    if (got > 0 && p->tfd >= 0)
+        plan = fabric_follow (p->fd, p->key, p->pn, p->sn, line, sizeof (line), &got, self, p->tfd,
+                              p->ufd);
     /* (we hang up first: see answer_all in serve.c) */
     close (p->fd);
+    if (plan < 0)
+        return 1;
     if (got > 0 && doctor_verdict_check (p->key, p->pn, p->sn, line, got, &ok) == 0)
         return ok ? 0 : 1;
     if (got > 0)
@@ -334,6 +328,14 @@ static int peer_verdict (struct peer *p)
     return 1;
 }
 
+/* Whether this task takes the node's part in the fabric check: the first
+ * of its node, unless rank 0 runs there and takes it. */
+static bool fabric_leader (const struct doctor_rank *self, const struct options *o)
+{
+    return o->fabric != FABRIC_OFF && self->rank != 0 && self->local_rank == 0
+           && !fabric_on_master_node (self);
+}
+
 /* The part every rank but 0 plays: connect, prove, send, wait for the
  * verdict. */
 static int run_peer (struct doctor_rank *self, const struct doctor_key *key,
@@ -344,8 +346,11 @@ static int run_peer (struct doctor_rank *self, const struct doctor_key *key,
                      .o = o,
                      .start_ms = start_ms,
                      .deadline = start_ms + (long) (o->timeout_s * 1000),
-                     .fd = -1};
+                     .fd = -1,
+                     .tfd = -1,
+                     .ufd = -1};
     enum exchange how = NO_PROOF;
+    int rc;
 
     if (doctor_sockaddr (self->master_addr, self->master_port, &p.dst, &p.dstlen) < 0) {
         fprintf (stderr,
@@ -354,15 +359,24 @@ static int run_peer (struct doctor_rank *self, const struct doctor_key *key,
                  self->rank, self->node, self->master_addr, self->master_port);
         return EXIT_SETUP;
     }
+    /* (listening before the record goes: once rank 0 has every record,
+     * every node's listener is up) */
+    if (fabric_leader (self, o))
+        (void) fabric_open (self, &p.tfd, &p.ufd);
     if (source_address (self, &p.dst, &p.src, p.src_text, sizeof (p.src_text), &p.from) < 0
         || peer_send (&p, &how) < 0)
-        return fail_late (start_ms, o);
-    if (how != TAKEN) {
+        rc = fail_late (start_ms, o);
+    else if (how != TAKEN) {
         close (p.fd);
         say_not_sent (self, how, o->timeout_s);
-        return 1;
-    }
-    return peer_verdict (&p);
+        rc = 1;
+    } else
+        rc = peer_verdict (&p);
+    if (p.tfd >= 0)
+        close (p.tfd);
+    if (p.ufd >= 0)
+        close (p.ufd);
+    return rc;
 }
 
 /* Where each RANK should run: the plugin's layout, which srun read from slurmctld and which
@@ -424,8 +438,8 @@ static int run_rank0 (struct doctor_rank *self, const struct doctor_key *key,
                                   sizeof (self->ifname));
     self->connect_ms = 0;
     load_layout (&layout);
-    rc = doctor_serve (lfd, key, self, &layout, start_ms + (long) (o->timeout_s * 1000),
-                       o->timeout_s, o->json);
+    struct serve_options so = {.timeout_s = o->timeout_s, .json = o->json, .fabric = o->fabric};
+    rc = doctor_serve (lfd, key, self, &layout, start_ms + (long) (o->timeout_s * 1000), &so);
     doctor_layout_free (&layout);
     return rc;
 }
@@ -461,7 +475,7 @@ int main (int argc, char **argv)
     struct doctor_key key;
     long start_ms = doctor_now_ms ();
     struct rlimit nofile;
-    bool have_nofile;
+    bool have_nofile, fabric_word;
     int rc;
 
     if (argc > 1 && strcmp (argv[1], "hang-watch") == 0)
@@ -473,8 +487,15 @@ int main (int argc, char **argv)
     /* rank 0 raises its descriptor limit for the ranks' connections; the
      * program --then runs must start with the limit the task was given */
     have_nofile = getrlimit (RLIMIT_NOFILE, &nofile) == 0;
-    if (parse_options (argc, argv, &o) < 0)
+    /* "fabric" names what the check does beside the rest; it never skips it */
+    fabric_word = argc > 1 && strcmp (argv[1], "fabric") == 0;
+    if (parse_options (argc - fabric_word, argv + fabric_word, &o) < 0)
         return EXIT_SETUP;
+    if (fabric_word && o.fabric == FABRIC_OFF) {
+        fprintf (stderr, P "'fabric' checks the paths between nodes: --fabric takes fail or warn "
+                           "there\n");
+        return EXIT_SETUP;
+    }
     doctor_facts_gather (&self);
     if (self.rank < 0 || self.world_size <= 0 || self.world_size > DOCTOR_RANKS_MAX) {
         fprintf (stderr, P "RANK and WORLD_SIZE are not set (or not numbers); run it as "

@@ -188,3 +188,46 @@ int doctor_send_all (int fd, const char *buf, size_t len, long deadline_ms)
     }
     return 0;
 }
+
+size_t doctor_read_line (int fd, char *buf, size_t size, long deadline_ms)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    size_t got = 0;
+    char *nl;
+
+    while (got < size && memchr (buf, '\n', got) == NULL) {
+        long left = deadline_ms - doctor_now_ms ();
+        ssize_t n;
+        if (left <= 0 || poll (&p, 1, (int) left) <= 0)
+            return 0;
+        n = recv (fd, buf + got, size - got, MSG_PEEK);
+        if (n > 0 && (nl = memchr (buf + got, '\n', (size_t) n)) != NULL)
+            n = nl - (buf + got) + 1;
+        if (n > 0)
+            n = recv (fd, buf + got, (size_t) n, 0);
+        if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
+            return 0;
+        if (n > 0)
+            got += (size_t) n;
+    }
+    return memchr (buf, '\n', got) != NULL ? got : 0;
+}
+
+int doctor_read_exact (int fd, char *buf, size_t len, long deadline_ms)
+{
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    size_t got = 0;
+
+    while (got < len) {
+        long left = deadline_ms - doctor_now_ms ();
+        ssize_t n;
+        if (left <= 0 || poll (&p, 1, (int) left) <= 0)
+            return -1;
+        n = recv (fd, buf + got, len - got, 0);
+        if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN))
+            return -1;
+        if (n > 0)
+            got += (size_t) n;
+    }
+    return 0;
+}

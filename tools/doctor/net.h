@@ -35,4 +35,12 @@ void doctor_addr_text (const struct sockaddr_storage *ss, char *out, size_t size
 /* Write all of buf before deadline_ms; 0 or -1. */
 int doctor_send_all (int fd, const char *buf, size_t len, long deadline_ms);
 
+/* One line, whole, before deadline_ms: its length with the '\n', 0 when
+ * the peer hung up or said nothing in time.  What follows the line stays
+ * in the socket for the next read. */
+size_t doctor_read_line (int fd, char *buf, size_t size, long deadline_ms);
+
+/* Exactly len bytes before deadline_ms; 0 or -1. */
+int doctor_read_exact (int fd, char *buf, size_t len, long deadline_ms);
+
 #endif /* DOCTOR_NET_H */

@@ -95,6 +95,8 @@ void doctor_report_text (FILE *f, const struct doctor_result *res, double timeou
                    "step's " DOCTOR_KEY_VAR "\n",
                  res->unauthenticated, res->unauthenticated == 1 ? "" : "s",
                  res->unauthenticated_from);
+    if (res->fabric[0] != '\0')
+        fprintf (f, P "%s\n", res->fabric);
     for (i = 0; i < res->nwarnings && i < DOCTOR_WARNINGS_MAX; i++)
         fprintf (f, P "warning: %s\n", res->warning[i]);
     if (res->nwarnings > DOCTOR_WARNINGS_MAX)
@@ -165,6 +167,8 @@ void doctor_report_json (FILE *f, const struct doctor_result *res, double timeou
              "\"unauthenticated_from\":",
              res->nwarnings, res->nproblems, res->unauthenticated);
     json_string (f, res->unauthenticated_from);
+    fputs (",\"fabric\":", f);
+    json_string (f, res->fabric);
     fputs (",\"verdict\":", f);
     json_string (f, verdict);
     fputs ("}\n", f);

@@ -24,6 +24,7 @@
 #include "doctor.h"
 #include "auth.h"
 #include "net.h"
+#include "fabricstar.h"
 #include "serve.h"
 #include "text.h"
 
@@ -452,10 +453,30 @@ static void server_free (struct server *s)
     free (s->procid_of_rank);
 }
 
-/* Check rank 0's own facts and the signed records; print the report.  0
- * when the step is healthy, 1 when not, -1 when out of memory. */
+/* The fabric check over the signed ranks, into res. */
+static int fabric (struct server *s, const struct doctor_rank *self, enum fabric_mode mode,
+                   struct doctor_result *res)
+{
+    struct fabric_peer *peers = calloc (s->nranks + 1, sizeof (*peers));
+    int rc;
+
+    if (peers == NULL)
+        return -1;
+    for (size_t i = 0; i < s->nranks; i++)
+        peers[i] = (struct fabric_peer){.fd = s->ranks[i].fd,
+                                        .pn = s->ranks[i].pn,
+                                        .sn = s->ranks[i].sn,
+                                        .rec = &s->ranks[i].rec};
+    rc = fabric_lead (s->key, self, peers, s->nranks, mode, res);
+    free (peers);
+    return rc;
+}
+
+/* Check rank 0's own facts and the signed records, then the paths between
+ * the nodes when the rest is healthy; print the report.  0 when the step
+ * is healthy, 1 when not, -1 when out of memory. */
 static int report (struct server *s, const struct doctor_rank *self,
-                   const struct doctor_layout *layout, double timeout_s, bool json)
+                   const struct doctor_layout *layout, const struct serve_options *o)
 {
     struct doctor_rank *recs = calloc (s->nranks + 1, sizeof (*recs));
     struct doctor_result res;
@@ -473,10 +494,15 @@ static int report (struct server *s, const struct doctor_rank *self,
     free (recs);
     res.unauthenticated = s->unauthenticated;
     memcpy (res.unauthenticated_from, s->unauthenticated_from, sizeof (res.unauthenticated_from));
-    if (json)
-        doctor_report_json (stdout, &res, timeout_s);
+    if (doctor_result_ok (&res) && o->fabric != FABRIC_OFF
+        && fabric (s, self, o->fabric, &res) < 0) {
+        doctor_result_free (&res);
+        return -1;
+    }
+    if (o->json)
+        doctor_report_json (stdout, &res, o->timeout_s);
     else
-        doctor_report_text (stdout, &res, timeout_s);
+        doctor_report_text (stdout, &res, o->timeout_s);
     fflush (stdout);
     rc = doctor_result_ok (&res) ? 0 : 1;
     doctor_result_free (&res);
@@ -484,7 +510,8 @@ static int report (struct server *s, const struct doctor_rank *self,
 }
 
 int doctor_serve (int lfd, const struct doctor_key *key, const struct doctor_rank *self,
-                  const struct doctor_layout *layout, long deadline_ms, double timeout_s, bool json)
+                  const struct doctor_layout *layout, long deadline_ms,
+                  const struct serve_options *o)
 {
     size_t world = self->world_size > 0 ? (size_t) self->world_size : 1;
     struct server s;
@@ -499,13 +526,16 @@ int doctor_serve (int lfd, const struct doctor_key *key, const struct doctor_ran
     /* the count of the ones still in their handshake, for the report */
     while (s.npending > 0)
         drop (&s, s.npending - 1);
-    if ((rc = report (&s, self, layout, timeout_s, json)) < 0) {
+    /* nobody new gets in, and MASTER_PORT is free for the fabric check */
+    close (lfd);
+    lfd = -1;
+    if ((rc = report (&s, self, layout, o)) < 0) {
         fprintf (stderr, DOCTOR_PROGRAM ": out of memory checking %zu ranks\n", s.nranks + 1);
         rc = 1;
     }
 out:
-    /* (the listener closes first: nobody new gets in while we answer) */
-    close (lfd);
+    if (lfd >= 0)
+        close (lfd);
     if (s.ranks != NULL)
         answer_all (&s, rc == 0);
     server_free (&s);

@@ -66,6 +66,31 @@ static int put_tail (char *buf, size_t size, size_t *off, const struct doctor_ra
     return 0;
 }
 
+/* Its GPUs and CPUs, as planned and as they are. */
+static int put_binding (char *buf, size_t size, size_t *off, const struct doctor_rank *r)
+{
+    if (put (buf, size, off, "visible", r->visible) < 0 || put (buf, size, off, "gpus", r->gpus) < 0
+        || put (buf, size, off, "device", r->device) < 0
+        || put (buf, size, off, "cpus", r->cpus) < 0
+        || put (buf, size, off, "plan_cpus", r->plan_cpus) < 0)
+        return -1;
+    return 0;
+}
+
+/* The node's part in the fabric check, when this task takes it. */
+static int put_fabric (char *buf, size_t size, size_t *off, const struct doctor_rank *r)
+{
+    if (r->fabric_port < 0)
+        return 0;
+    if (put_long (buf, size, off, "fabric_port", r->fabric_port) < 0
+        || put_long (buf, size, off, "fabric_mtu", r->fabric_mtu) < 0
+        || put (buf, size, off, "fabric_addr", r->fabric_addr) < 0
+        || put (buf, size, off, "fabric_if", r->fabric_if) < 0
+        || put (buf, size, off, "fabric_note", r->fabric_note) < 0)
+        return -1;
+    return 0;
+}
+
 int doctor_wire_encode (const struct doctor_rank *r, char *buf, size_t size)
 {
     size_t off = 0;
@@ -87,11 +112,7 @@ int doctor_wire_encode (const struct doctor_rank *r, char *buf, size_t size)
         || put (buf, size, &off, "source", r->source) < 0
         || put (buf, size, &off, "master_addr", r->master_addr) < 0
         || put (buf, size, &off, "master_port", r->master_port) < 0
-        || put (buf, size, &off, "visible", r->visible) < 0
-        || put (buf, size, &off, "gpus", r->gpus) < 0
-        || put (buf, size, &off, "device", r->device) < 0
-        || put (buf, size, &off, "cpus", r->cpus) < 0
-        || put (buf, size, &off, "plan_cpus", r->plan_cpus) < 0
+        || put_binding (buf, size, &off, r) < 0 || put_fabric (buf, size, &off, r) < 0
         || put_tail (buf, size, &off, r) < 0)
         return -1;
     return (int) off;
@@ -119,11 +140,13 @@ static void store (struct doctor_rank *r, const char *key, const char *value)
         size_t off, size;
     } text[] = {
 #define TEXT(k) {#k, offsetof (struct doctor_rank, k), sizeof (((struct doctor_rank *) 0)->k)}
-        TEXT (node),    TEXT (ifname), TEXT (source), TEXT (master_addr), TEXT (master_port),
-        TEXT (visible), TEXT (gpus),   TEXT (device), TEXT (cpus),        TEXT (plan_cpus),
-        TEXT (stack),
+        TEXT (node),        TEXT (ifname),      TEXT (source), TEXT (master_addr),
+        TEXT (master_port), TEXT (visible),     TEXT (gpus),   TEXT (device),
+        TEXT (cpus),        TEXT (plan_cpus),   TEXT (stack),  TEXT (fabric_addr),
+        TEXT (fabric_if),   TEXT (fabric_note),
 #define FINDING(i) {"finding" #i, offsetof (struct doctor_rank, finding[i]), DOCTOR_LINE_MAX}
-        FINDING (0),    FINDING (1),   FINDING (2),   FINDING (3),        FINDING (4),
+        FINDING (0),        FINDING (1),        FINDING (2),   FINDING (3),
+        FINDING (4),
 #undef FINDING
 #undef TEXT
     };
@@ -133,7 +156,8 @@ static void store (struct doctor_rank *r, const char *key, const char *value)
     } num[] = {
 #define NUM(k) {#k, offsetof (struct doctor_rank, k)}
         NUM (procid),           NUM (rank),       NUM (local_rank), NUM (world_size),
-        NUM (local_world_size), NUM (group_rank), NUM (connect_ms),
+        NUM (local_world_size), NUM (group_rank), NUM (connect_ms), NUM (fabric_port),
+        NUM (fabric_mtu),
 #undef NUM
     };
     size_t i;
@@ -160,6 +184,7 @@ int doctor_wire_decode (const char *buf, size_t len, struct doctor_rank *r)
     memset (r, 0, sizeof (*r));
     r->procid = r->rank = r->local_rank = r->world_size = -1;
     r->local_world_size = r->group_rank = r->connect_ms = -1;
+    r->fabric_port = r->fabric_mtu = -1;
     while (pos < len) {
         const char *nl = memchr (buf + pos, '\n', len - pos);
         char *eq;
