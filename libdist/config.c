@@ -54,6 +54,12 @@ static const struct choice bind_choices[] = {
     {"none", DIST_BIND_NONE},
     {NULL, 0},
 };
+static const struct choice fabric_choices[] = {
+    {"fail", DIST_FABRIC_FAIL},
+    {"warn", DIST_FABRIC_WARN},
+    {"off", DIST_FABRIC_OFF},
+    {NULL, 0},
+};
 static const struct choice visible_choices[] = {{"all", 0}, {"own", 1}, {NULL, 0}};
 static const struct choice rank_order_choices[] = {{"slurm", 0}, {"topology", 1}, {NULL, 0}};
 static const struct choice nic_choices[] = {{"auto", 1}, {"off", 0}, {NULL, 0}};
@@ -68,6 +74,7 @@ enum field_type {
 
 _Static_assert(sizeof (enum dist_profile) == sizeof (int), "FIELD_INT stores an int");
 _Static_assert(sizeof (enum dist_bind) == sizeof (int), "FIELD_INT stores an int");
+_Static_assert(sizeof (enum dist_fabric) == sizeof (int), "FIELD_INT stores an int");
 
 /* What a setter works on: the config, the token or argument for messages, and what a SPEC
  * has seen so far. */
@@ -303,6 +310,10 @@ static const struct word words[] = {
              "report when a rank cannot reach rank 0 (Slurm 23.11 or later)"},
     {"preflight", SETTING, ON_OFF (preflight_user, FIELD_INT),
      .help = "the same, or off when the site made it the default"},
+    {"fabric", SETTING, CHOICE (fabric_user, FIELD_INT, fabric_choices),
+     .help = "preflight's checks of the paths between nodes: a blocked\n"
+             "port or MTU mismatch fails the step (fail, the default),\n"
+             "only warns (warn), or is not checked (off)"},
     {"bind", SETTING, CHOICE (bind_user, FIELD_INT, bind_choices),
      .help = "bind each rank to its GPU(s) and nearby CPUs (auto, the\n"
              "default), only order CUDA_VISIBLE_DEVICES (gpu), only set the\n"
@@ -368,6 +379,10 @@ static const struct word words[] = {
      .help = "start every step with dist-train-doctor's check of\n"
              "addresses, MASTER_PORT and binding (default off; Slurm\n"
              "23.11 or later; users can turn it off per step)"},
+    {"fabric", PLUGSTACK, CHOICE (fabric_site, FIELD_INT, fabric_choices),
+     .help = "the default of fabric= for every step: preflight's checks\n"
+             "of the paths between nodes fail the step (default fail),\n"
+             "only warn (warn), or are skipped (off); users set their own"},
     {"doctor", PLUGSTACK, set_path, FIELD (doctor, FIELD_STR), .syntax = "PATH",
      .takes =
          "the absolute path of dist-train-doctor, shorter than " STR (DIST_PATH_MAX) " characters",
@@ -528,6 +543,7 @@ void dist_config_init (struct dist_config *cfg)
     cfg->fail_fast_site = true;
     cfg->fail_fast_user = -1;
     cfg->preflight_user = -1;
+    cfg->fabric_site = DIST_FABRIC_FAIL;
     cfg->hang_user = -1;
 #ifdef DIST_TRAIN_DOCTOR
     snprintf (cfg->doctor, sizeof (cfg->doctor), "%s", DIST_TRAIN_DOCTOR);
@@ -548,6 +564,11 @@ uint32_t dist_config_hang (const struct dist_config *cfg)
     if (cfg->profile == DIST_PROFILE_LAUNCHER)
         return 0;
     return cfg->hang_user < 0 ? cfg->hang_site : (uint32_t) cfg->hang_user;
+}
+
+enum dist_fabric dist_config_fabric (const struct dist_config *cfg)
+{
+    return cfg->fabric_user == DIST_FABRIC_UNSET ? cfg->fabric_site : cfg->fabric_user;
 }
 
 bool dist_config_fail_fast (const struct dist_config *cfg)

@@ -43,6 +43,15 @@ enum dist_bind {
     DIST_BIND_CPU,
 };
 
+/* What preflight's checks of the paths between nodes do with what they find
+ * (fabric=): the doctor's --fabric takes the same words. */
+enum dist_fabric {
+    DIST_FABRIC_UNSET = 0, /* SPEC did not say: the site's choice */
+    DIST_FABRIC_FAIL, /* a blocked port or an MTU mismatch fails the step (the default) */
+    DIST_FABRIC_WARN, /* everything the checks find is only a warning */
+    DIST_FABRIC_OFF, /* the paths are not checked */
+};
+
 #define DIST_PATH_MAX 512
 
 /* hang=: shorter than this, a slow collective or a pause for I/O would stop
@@ -69,6 +78,8 @@ struct dist_config {
     int hang_user; /* SPEC hang=: seconds, 0 = off, -1 not given */
     bool preflight_site; /* plugstack preflight=, off by default */
     int preflight_user; /* SPEC preflight / preflight=: -1 not given, 0, 1 */
+    enum dist_fabric fabric_site; /* plugstack fabric=, FAIL by default */
+    enum dist_fabric fabric_user; /* SPEC fabric=, UNSET if not given */
     char doctor[DIST_PATH_MAX]; /* plugstack doctor=PATH: dist-train-doctor */
     uint32_t nproc; /* SPEC nproc=: launcher's processes per node, 0 = find */
     bool rank_order_topology; /* SPEC rank_order=topology: ranks follow the network */
@@ -85,6 +96,10 @@ bool dist_config_preflight (const struct dist_config *cfg);
  * (hang=): the user's choice, else the site's default; 0 for off, and for the
  * launcher profile, whose one task per node is not a rank. */
 uint32_t dist_config_hang (const struct dist_config *cfg);
+
+/* What preflight's checks of the paths between nodes do (fabric=): the user's
+ * choice, else the site's; never DIST_FABRIC_UNSET.  Only preflight reads it. */
+enum dist_fabric dist_config_fabric (const struct dist_config *cfg);
 
 /* Whether one failed task stops the whole step: the site's "off" cannot be
  * overridden; else the user's choice, else on. */

@@ -526,18 +526,40 @@ static int doctor_in_container (const char *doctor, int local_rank)
     return -1;
 }
 
+/* fabric=: the doctor's --fabric word, or NULL for fail, the doctor's own default, so
+ * that the default step's command line stays what an older doctor understands. */
+static const char *doctor_fabric (const struct dist_config *cfg)
+{
+    switch (dist_config_fabric (cfg)) {
+    case DIST_FABRIC_WARN:
+        return "warn";
+    case DIST_FABRIC_OFF:
+        return "off";
+    default:
+        return NULL;
+    }
+}
+
 /* preflight: the task runs dist-train-doctor, which checks the step and then
  * execs the task's own command line unchanged. */
 static int prepend_doctor (const struct stepd_node *n, const struct task *t)
 {
-    const char *argv[] = {n->cfg->doctor, "--then"};
+    const char *fabric = doctor_fabric (n->cfg);
+    const char *argv[4] = {n->cfg->doctor, "--then"};
+    int argc = 2;
 
     if (!dist_config_preflight (n->cfg))
         return 0;
     if (t->container == DIST_IN_CONTAINER
         && doctor_in_container (n->cfg->doctor, t->local_rank) < 0)
         return -1;
-    if (dist_train_compat_prepend_task_argv (t->sp, 2, argv) < 0) {
+    if (fabric != NULL) {
+        argv[1] = "--fabric";
+        argv[2] = fabric;
+        argv[3] = "--then";
+        argc = 4;
+    }
+    if (dist_train_compat_prepend_task_argv (t->sp, argc, argv) < 0) {
         slurm_error ("%s: preflight: this Slurm (%d.%02d) cannot run dist-train-doctor before "
                      "the program (23.11 or later can): use --dist-train=preflight=off",
                      PLUGIN_NAME, SLURM_VERSION_MAJOR (SLURM_VERSION_NUMBER),

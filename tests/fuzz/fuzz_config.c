@@ -30,6 +30,8 @@ static void check_config (const struct dist_config *cfg)
         FUZZ_CHECK (!dist_config_preflight (cfg));
     FUZZ_CHECK (dist_config_bind (cfg) >= DIST_BIND_AUTO
                 && dist_config_bind (cfg) <= DIST_BIND_CPU);
+    FUZZ_CHECK (dist_config_fabric (cfg) >= DIST_FABRIC_FAIL
+                && dist_config_fabric (cfg) <= DIST_FABRIC_OFF);
     /* the site's "none" and "off" cannot be overridden */
     if (cfg->bind_site == DIST_BIND_NONE)
         FUZZ_CHECK (dist_config_bind (cfg) == DIST_BIND_NONE);

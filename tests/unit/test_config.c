@@ -24,6 +24,7 @@ enum probe {
     VISIBLE_OWN,
     FAIL_FAST,
     PREFLIGHT,
+    FABRIC,
     WATCHDOG,
     HANG,
     NPROC,
@@ -61,6 +62,8 @@ static long probe (const struct dist_config *cfg, enum probe p)
         return dist_config_fail_fast (cfg);
     case PREFLIGHT:
         return dist_config_preflight (cfg);
+    case FABRIC:
+        return dist_config_fabric (cfg);
     case WATCHDOG:
         return cfg->watchdog_s;
     case HANG:
@@ -151,6 +154,7 @@ static void test_defaults (void **state)
     assert_true (cfg.port_hi < 32768);
     assert_int_equal (dist_config_bind (&cfg), DIST_BIND_AUTO);
     assert_true (dist_config_fail_fast (&cfg));
+    assert_int_equal (dist_config_fabric (&cfg), DIST_FABRIC_FAIL);
     assert_int_equal (cfg.watchdog_s, 0);
     assert_false (cfg.nic_auto);
     assert_string_equal (cfg.topology, "");
@@ -283,6 +287,30 @@ static const struct step fail_fast[] = {
     {ARG, "fail_fast=1", .rc = -1, .says = "on or off"},
 };
 
+/* fabric=: fail by default; the user's choice, else the site's, which is only a default. */
+static const struct step fabric[] = {
+    {SPEC, "preflight,fabric=warn", .probe = FABRIC, .want = DIST_FABRIC_WARN},
+    {SEE, .probe = PREFLIGHT, .want = 1},
+    {SPEC, "fabric=off", .probe = FABRIC, .want = DIST_FABRIC_OFF},
+    {SPEC, "fabric=fail", .probe = FABRIC, .want = DIST_FABRIC_FAIL},
+    {SPEC, "fabric=strict", .rc = -1, .says = "'fabric=strict': fabric= takes fail, warn or off"},
+    {SPEC, "fabric=", .rc = -1, .says = "fabric= takes fail, warn or off"},
+    {SPEC, "fabric=WARN", .rc = -1},
+    {SEE, .probe = FABRIC, .want = DIST_FABRIC_FAIL}, /* a refused value changes nothing */
+    {.op = INIT},
+    {ARG, "fabric=warn", .probe = FABRIC, .want = DIST_FABRIC_WARN},
+    {SPEC, "torch", .probe = FABRIC, .want = DIST_FABRIC_WARN},
+    {SPEC, "fabric=fail", .probe = FABRIC, .want = DIST_FABRIC_FAIL},
+    {.op = INIT},
+    {ARG, "fabric=off", .probe = FABRIC, .want = DIST_FABRIC_OFF},
+    {SPEC, "preflight,fabric=warn", .probe = FABRIC, .want = DIST_FABRIC_WARN},
+    {.op = INIT},
+    {ARG, "fabric=fail", .probe = FABRIC, .want = DIST_FABRIC_FAIL},
+    {ARG, "fabric=on", .rc = -1, .says = "fabric=on: expected fail, warn or off"},
+    {ARG, "fabric=", .rc = -1, .says = "expected fail, warn or off"},
+    {SEE, .probe = FABRIC, .want = DIST_FABRIC_FAIL},
+};
+
 static const struct step watchdog[] = {
     {SPEC, "torch,watchdog=600", .probe = WATCHDOG, .want = 600},
     {SPEC, "watchdog=0", .probe = WATCHDOG, .want = 0},
@@ -392,7 +420,8 @@ static void test_launcher_and_framework_profiles (void **state)
 static void test_messages_list_every_choice (void **state)
 {
     static const struct step steps[] = {
-        {SPEC, "cpus=4", .rc = -1, .says = "valid: preflight=on|off, bind=auto|gpu|cpu|none, "},
+        {SPEC, "cpus=4", .rc = -1,
+         .says = "valid: preflight=on|off, fabric=fail|warn|off, bind=auto|gpu|cpu|none, "},
         {SEE, .says = ", fail_fast=on|off, "},
         {SEE, .says = ", watchdog=SECONDS, "},
         {SPEC, "bogus", .rc = -1, .says = ", fail_fast=, "},
@@ -442,6 +471,8 @@ static void test_help_and_usage (void **state)
     assert_non_null (strstr (help, "\n  nproc=N  launcher: processes per node"));
     assert_non_null (strstr (help, "\n  bind=auto|gpu|cpu|none\n"
                                    "           bind each rank to its GPU(s) and nearby CPUs"));
+    assert_non_null (strstr (help, "\n  fabric=fail|warn|off\n"
+                                   "           preflight's checks of the paths between nodes"));
     assert_non_null (strstr (help, "\n  help     print this text\n"));
     assert_true (ends_with (help, "\nThe environment variable DIST_TRAIN=SPEC is used when the "
                                   "flag is not given."));
@@ -460,6 +491,8 @@ static void test_help_and_usage (void **state)
     assert_non_null (strstr (site, "\n  port_range=LO-HI  MASTER_PORT is chosen"));
     assert_non_null (strstr (site, "(default 20000-32767, below the Linux\n"));
     assert_non_null (strstr (site, "\n  bind=auto|gpu|cpu|none\n                    GPU and CPU"));
+    assert_non_null (strstr (site, "\n  fabric=fail|warn|off\n                    the default of "
+                                   "fabric= for every step"));
     assert_true (ends_with (site, "\n  doctor=PATH       where preflight finds "
                                   "dist-train-doctor\n"));
 }
@@ -480,6 +513,7 @@ int main (void)
         STEPS_TEST (bind_spec_and_site),
         STEPS_TEST (bind_bad_values_named),
         STEPS_TEST (fail_fast),
+        STEPS_TEST (fabric),
         STEPS_TEST (watchdog),
         STEPS_TEST (hang),
         cmocka_unit_test (test_arg_nic_and_topology),
