@@ -1,0 +1,147 @@
+#!/usr/bin/env bats
+# fabric.bats - the doctor's checks of the paths between the nodes, on a
+# 16-node cluster: a node whose link runs at 1/20 of the others' (tc tbf), a
+# node with a lower MTU, a node whose firewall drops the port range
+# (nftables), each named in every one of 10 trials; no finding at all in 20
+# runs on the healthy cluster; fabric=warn and fabric=off; and under
+# preflight (Slurm 23.11 and later) an MTU mismatch fails the step before the
+# program runs.  In a chroot's generation (no nftables there) the faults run
+# once each, the firewall not at all: the host's generation has the trials.
+
+load helpers/common
+load helpers/fabric
+
+DOCTOR="$TOP/tools/dist-train-doctor"
+NODES=16
+
+setup_file() {
+    [[ -x $DOCTOR ]] || { echo "build first: $DOCTOR is missing" >&2; return 1; }
+    cluster_start "$NODES"
+}
+
+teardown_file() {
+    fabric_reset
+    cluster_stop
+}
+
+setup() {
+    cd "$TOP" || return 1
+    eval "$("$MINICLUSTER" env)"
+    printf 'required %s doctor=%s\n' "$PLUGIN_SO" "$DOCTOR" >"$MINICLUSTER_DIR/plugstack.conf"
+}
+
+teardown() {
+    fabric_reset
+}
+
+# The trials of a case: 10 on the host's generation, 1 in a chroot's.
+trials() {
+    if [[ -n ${SLURM_CHROOT_RUN:-} ]]; then echo 1; else echo "${1:-10}"; fi
+}
+
+# The standalone check, one task on each of the cluster's nodes.
+check_fabric() {
+    run timeout 120 srun -N"$NODES" --ntasks-per-node=1 --dist-train "$DOCTOR" fabric "$@"
+}
+
+# The report's findings on the paths, one a line.
+findings() {
+    grep -E '^dist-train-doctor: (warning|problem): fabric:' <<<"$output" || true
+}
+
+# Each trial's findings must be exactly $1 (a pattern) and the exit status $2.
+expect_trials() {
+    local want=$1 rc=$2 n=$3 i got
+    for ((i = 1; i <= n; i++)); do
+        check_fabric "${@:4}"
+        got=$(findings)
+        # shellcheck disable=SC2053 # $want is a pattern
+        if [[ $status -ne $rc || $(wc -l <<<"$got") -ne 1 || $got != $want ]]; then
+            echo "trial $i of $n: exit $status (want $rc), findings:"
+            echo "$got"
+            echo "--- the whole report:"
+            echo "$output"
+            return 1
+        fi
+    done
+    echo "$n of $n trials: $got"
+}
+
+@test "healthy cluster: every path connects, no finding in 20 runs" {
+    local i n
+    n=$(trials 20)
+    for ((i = 1; i <= n; i++)); do
+        check_fabric
+        if [[ $status -ne 0 || -n $(findings) ||
+            $output != *"fabric: 64 of 64 paths between 16 nodes connected in 4 rounds; median "* ]]; then
+            echo "run $i of $n:"
+            echo "$output"
+            return 1
+        fi
+    done
+    [[ $output == *"ok: all 16 ranks on 16 nodes checked in, nothing wrong"* ]]
+}
+
+@test "two nodes: one round, both ways; one node: nothing to check" {
+    run timeout 60 srun -N2 --ntasks-per-node=2 --dist-train "$DOCTOR" fabric
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ $output == *"fabric: 2 of 2 paths between 2 nodes connected in 1 round; median "* ]]
+    run timeout 60 srun -N1 -n2 --dist-train "$DOCTOR"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ $output == *"fabric: one node, no path between nodes to check"* ]]
+    # off: no listener, no line
+    run timeout 60 srun -N2 -n2 --dist-train "$DOCTOR" --fabric off
+    [ "$status" -eq 0 ]
+    [[ $output != *"fabric:"* ]]
+    run timeout 60 srun -N2 -n2 --dist-train "$DOCTOR" fabric --fabric off
+    [ "$status" -eq 2 ]
+    [[ $output == *"'fabric' checks the paths between nodes: --fabric takes fail or warn there"* ]]
+}
+
+@test "a node at 1/20 of the others' rate (tc tbf) is named slow, a warning, in each trial" {
+    fabric_slow node7 100mbit 5mbit
+    expect_trials "dist-train-doctor: warning: fabric: node7 is slow: * MB/s over its 8 paths (median), 1/* of the step's median *" 0 "$(trials)"
+}
+
+@test "a node with a lower MTU is named, and fails the check, in each trial" {
+    fabric_mtu node5 1400
+    expect_trials "dist-train-doctor: problem: fabric: MTU mismatch: node5's eth0 has MTU 1400, 15 other nodes 1500: packets over 1400 bytes between them are dropped; the largest probe that reached it: 1400 bytes;*" 1 "$(trials)"
+    [[ $output == *"dist-train-doctor: FAILED: 1 problem"* ]]
+    # fabric=warn: the same finding, and the check passes
+    expect_trials "dist-train-doctor: warning: fabric: MTU mismatch: node5's eth0 *" 0 1 --fabric warn
+}
+
+@test "a node whose firewall drops the port range is named, and fails the check, in each trial" {
+    local range
+    command -v nft >/dev/null || skip "no nft here: the host's generation runs this (scripts/deps installs nftables)"
+    range=$(timeout 60 srun --dist-train -N1 -n1 printenv DIST_TRAIN_PORT_RANGE)
+    [[ $range =~ ^[0-9]+-[0-9]+$ ]] || { echo "no DIST_TRAIN_PORT_RANGE: '$range'"; return 1; }
+    fabric_firewall node9 "${range%-*}" "${range#*-}"
+    expect_trials "dist-train-doctor: problem: fabric: no connection reached node9 (* port *) from node1,node5,node7,node8: timed out (its packets are dropped), while its own connections out work; a firewall on node9 drops the port range?*" 1 "$(trials)"
+}
+
+@test "preflight: an MTU mismatch fails the step before the program runs; fabric=warn lets it run" {
+    (($(slurm_release_number) >= 2311)) || skip "this Slurm lacks spank_prepend_task_argv (23.11 and later)"
+    fabric_mtu node5 1400
+    # shellcheck disable=SC2016 # the task's shell expands them
+    run timeout 120 srun --dist-train=preflight -N"$NODES" --ntasks-per-node=1 \
+        bash -c 'touch "$0/ran-$SLURM_PROCID"' "$MINICLUSTER_DIR"
+    echo "$output"
+    [ "$status" -ne 0 ]
+    [[ $output == *"problem: fabric: MTU mismatch: node5's eth0 has MTU 1400"* ]]
+    [[ -z $(compgen -G "$MINICLUSTER_DIR/ran-*") ]]
+    # shellcheck disable=SC2016 # the task's shell expands them
+    run timeout 120 srun --dist-train=preflight,fabric=warn -N"$NODES" --ntasks-per-node=1 \
+        bash -c 'touch "$0/ran-$SLURM_PROCID"' "$MINICLUSTER_DIR"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ $output == *"warning: fabric: MTU mismatch: node5's eth0 has MTU 1400"* ]]
+    [[ $(compgen -G "$MINICLUSTER_DIR/ran-*" | wc -l) -eq $NODES ]]
+    rm -f "$MINICLUSTER_DIR"/ran-*
+    # fabric=off: the paths are not checked
+    run timeout 120 srun --dist-train=preflight,fabric=off -N"$NODES" --ntasks-per-node=1 true
+    [ "$status" -eq 0 ]
+    [[ $output != *"fabric:"* ]]
+}
