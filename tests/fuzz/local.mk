@@ -30,6 +30,7 @@ FUZZ_HARNESSES = \
 	tests/fuzz/fuzz_pmi2 \
 	tests/fuzz/fuzz_doctor \
 	tests/fuzz/fuzz_hang \
+	tests/fuzz/fuzz_fabric \
 	tests/fuzz/fuzz_spank
 
 # Builds the harnesses when $(FUZZ_CC) can link libFuzzer, else says why not.
@@ -113,6 +114,12 @@ tests/fuzz/fuzz_hang: $(FUZZ_SRC_hang) $(FUZZ_DEPS) $(srcdir)/tools/doctor/hang.
 		$(srcdir)/tools/doctor/doctor.h
 	$(FUZZ_BUILD) $(CRYPTO_CFLAGS) $(FUZZ_SRC_hang) $(CRYPTO_LIBS)
 
+FUZZ_SRC_fabric = $(srcdir)/tests/fuzz/fuzz_fabric.c $(srcdir)/tools/doctor/fabric.c \
+	$(srcdir)/tools/doctor/text.c $(srcdir)/tools/doctor/wire.c $(srcdir)/libdist/ranges.c
+tests/fuzz/fuzz_fabric: $(FUZZ_SRC_fabric) $(FUZZ_DEPS) $(srcdir)/tools/doctor/fabric.h \
+		$(srcdir)/tools/doctor/doctor.h
+	$(FUZZ_BUILD) $(FUZZ_SRC_fabric)
+
 # The plugin's own sources, linked as they are, with the stand-in slurmstepd:
 # the link's --wrap sends their name look-ups and CPU affinity to the
 # stand-in, which also takes spank/forward.c's place (the step's stderr); the
@@ -176,6 +183,7 @@ EXTRA_DIST += \
 	tests/fuzz/fuzz_pmi2.c \
 	tests/fuzz/fuzz_doctor.c \
 	tests/fuzz/fuzz_hang.c \
+	tests/fuzz/fuzz_fabric.c \
 	tests/fuzz/fuzz_spank.c \
 	tests/fuzz/spank_standin.c \
 	tests/fuzz/spank_standin.h \
