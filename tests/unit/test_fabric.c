@@ -259,6 +259,30 @@ static void test_judge_slow (void **state)
     judge (&res, nodes, 16, pairs, n, FABRIC_FAIL, summary);
     assert_int_equal (res.nwarnings, 1);
     assert_non_null (strstr (res.warning[0], "fabric: the path node"));
+
+    /* measured again beside its sender's fastest path: the ratio of the two
+     * decides, not the median the first samples gave */
+    struct fabric_pair again = pairs[20], ref = pairs[21];
+    again.usecs = 40000;
+    ref.usecs = 30000; /* 3/4 of the reference's rate: not slow */
+    fabric_remeasured (pairs, n, &again, &ref);
+    assert_int_equal (pairs[20].usecs, 40000);
+    assert_true (pairs[20].vs_ref > 0.74 && pairs[20].vs_ref < 0.76);
+    judge (&res, nodes, 16, pairs, n, FABRIC_FAIL, summary);
+    assert_int_equal (res.nwarnings, 0);
+    /* still a twentieth of its reference: named, though its rate is the
+     * median's; measured twice, its better ratio counts */
+    again.usecs = 30000 * 20;
+    pairs[20].usecs = 30000;
+    pairs[20].vs_ref = 0;
+    fabric_remeasured (pairs, n, &again, &ref);
+    again.usecs = 30000 * 30;
+    fabric_remeasured (pairs, n, &again, &ref);
+    assert_true (pairs[20].vs_ref > 0.049 && pairs[20].vs_ref < 0.051);
+    assert_int_equal (pairs[20].usecs, 30000); /* (the faster sample counts) */
+    judge (&res, nodes, 16, pairs, n, FABRIC_FAIL, summary);
+    assert_int_equal (res.nwarnings, 1);
+    assert_non_null (strstr (res.warning[0], "fabric: the path node"));
 }
 
 static void test_judge_firewall (void **state)

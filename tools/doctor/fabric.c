@@ -466,6 +466,9 @@ static void judge_mtu (struct doctor_result *res, const struct fabric_node *node
 static bool is_slow (const struct fabric_pair *p, double med)
 {
     double bw = bandwidth (p);
+
+    if (bw >= 0 && p->vs_ref > 0)
+        return p->vs_ref * FABRIC_SLOW_FACTOR < 1;
     return bw >= 0 && bw * FABRIC_SLOW_FACTOR < med;
 }
 
@@ -517,10 +520,18 @@ static void judge_slow (struct doctor_result *res, const struct fabric_node *nod
         double bw = bandwidth (p);
         if (!is_slow (p, med) || t[p->from].named_slow || t[p->to].named_slow)
             continue;
-        doctor_warning (res,
-                        "fabric: the path %s -> %s is slow: %.1f MB/s, 1/%.0f of the step's "
-                        "median %.1f MB/s",
-                        nodes[p->from].name, nodes[p->to].name, bw, bw > 0 ? med / bw : 0.0, med);
+        if (p->vs_ref > 0)
+            doctor_warning (res,
+                            "fabric: the path %s -> %s is slow: measured again, 1/%.0f of %s's "
+                            "fastest other path measured right after it",
+                            nodes[p->from].name, nodes[p->to].name, 1 / p->vs_ref,
+                            nodes[p->from].name);
+        else
+            doctor_warning (res,
+                            "fabric: the path %s -> %s is slow: %.1f MB/s, 1/%.0f of the step's "
+                            "median %.1f MB/s",
+                            nodes[p->from].name, nodes[p->to].name, bw, bw > 0 ? med / bw : 0.0,
+                            med);
     }
     free (mine);
 }
@@ -577,7 +588,8 @@ size_t fabric_suspects (const struct fabric_pair *pairs, size_t n, size_t *idx)
     return k;
 }
 
-void fabric_remeasured (struct fabric_pair *pairs, size_t n, const struct fabric_pair *again)
+void fabric_remeasured (struct fabric_pair *pairs, size_t n, const struct fabric_pair *again,
+                        const struct fabric_pair *ref)
 {
     for (size_t i = 0; i < n; i++) {
         struct fabric_pair *p = &pairs[i];
@@ -587,6 +599,9 @@ void fabric_remeasured (struct fabric_pair *pairs, size_t n, const struct fabric
             p->bytes = again->bytes;
             p->usecs = again->usecs;
         }
+        /* (measured again more than once: its best) */
+        if (ref != NULL && bandwidth (ref) > 0 && bandwidth (again) / bandwidth (ref) > p->vs_ref)
+            p->vs_ref = bandwidth (again) / bandwidth (ref);
         return;
     }
 }

@@ -69,6 +69,9 @@ struct fabric_pair {
     long bytes, usecs; /* the bandwidth sample as the receiver counted it */
     long udp_max; /* the largest packet, IP header included, that passed; 0 none */
     char egress[DOCTOR_NAME_MAX]; /* the interface the route to it leaves by, "" unknown */
+    /* measured again beside a path of its sender's that was not slow: its
+     * rate over that one's (rank 0's own; not on the wire), 0 when not */
+    double vs_ref;
 };
 
 /* One path a node checks: where to, in which round. */
@@ -121,8 +124,12 @@ int fabric_judge (struct doctor_result *res, const struct fabric_node *nodes, si
  * on a busy node a sample can lose the CPU. */
 size_t fabric_suspects (const struct fabric_pair *pairs, size_t n, size_t *idx);
 
-/* A path measured again: the faster of its two samples counts. */
-void fabric_remeasured (struct fabric_pair *pairs, size_t n, const struct fabric_pair *again);
+/* A path measured again: the faster of its two samples counts; with ref,
+ * the same sender's fastest other path measured again right after it,
+ * their ratio decides whether it is slow, not the step's median (which the
+ * load of the whole step moved). */
+void fabric_remeasured (struct fabric_pair *pairs, size_t n, const struct fabric_pair *again,
+                        const struct fabric_pair *ref);
 
 const char *fabric_conn_word (enum fabric_conn c);
 int fabric_mode_parse (const char *text, enum fabric_mode *mode);

@@ -215,6 +215,7 @@ struct lead {
     const struct fabric_peer **leader; /* leader[i]: node i's, NULL for rank 0's */
     size_t n;
     bool *planned;
+    long *ref_to; /* per node, the target of its reference path measured again, -1 none */
     struct fabric_pair *pairs;
     size_t npairs;
 };
@@ -245,7 +246,8 @@ static int lead_nodes (struct lead *l, const struct doctor_rank *me,
     l->nodes = calloc (npeers + 1, sizeof (*l->nodes));
     l->leader = calloc (npeers + 1, sizeof (*l->leader));
     l->planned = calloc (npeers + 1, sizeof (*l->planned));
-    if (l->nodes == NULL || l->leader == NULL || l->planned == NULL)
+    l->ref_to = calloc (npeers + 1, sizeof (*l->ref_to));
+    if (l->nodes == NULL || l->leader == NULL || l->planned == NULL || l->ref_to == NULL)
         return -1;
     for (size_t i = 0; i < npeers; i++)
         if (peers[i].rec->fabric_port >= 0)
@@ -277,6 +279,19 @@ static void lead_plans (struct lead *l, char *msg)
     }
 }
 
+/* A node's paths measured again, out[k]: each suspect with its reference. */
+static void merge_again (struct lead *l, const struct fabric_pair *out, size_t k)
+{
+    const struct fabric_pair *ref = NULL;
+
+    for (size_t j = 0; j < k; j++)
+        if ((long) out[j].to == l->ref_to[out[j].from])
+            ref = &out[j];
+    for (size_t j = 0; j < k; j++)
+        if (&out[j] != ref)
+            fabric_remeasured (l->pairs, l->npairs, &out[j], ref);
+}
+
 /* The results of the leaders in `which`: appended, or when again, each
  * path measured again merged with its first sample. */
 static void lead_gather (struct lead *l, struct doctor_result *res, char *msg, long deadline,
@@ -306,34 +321,74 @@ static void lead_gather (struct lead *l, struct doctor_result *res, char *msg, l
                             l->nodes[i].name, p->rec->rank);
             continue;
         }
-        for (size_t j = 0; again && j < k; j++)
-            fabric_remeasured (l->pairs, l->npairs, &more[j]);
-        if (!again)
+        if (again)
+            merge_again (l, more, k);
+        else
             l->npairs += k;
     }
 }
 
 /* Each node's plan of the suspects it sent: again[n]. */
-static void plans_again (const struct lead *l, const size_t *idx, size_t k,
-                         struct fabric_plan *again)
+static void add_target (const struct lead *l, struct fabric_plan *a, const struct fabric_pair *p)
 {
+    struct fabric_target *t = &a->target[a->ntargets];
+
+    if (a->ntargets == FABRIC_ROUNDS_MAX)
+        return;
+    t->round = p->round;
+    t->to = p->to;
+    memcpy (t->name, l->nodes[p->to].name, sizeof (t->name));
+    memcpy (t->addr, l->nodes[p->to].addr, sizeof (t->addr));
+    t->port = l->nodes[p->to].port;
+    t->mtu = l->nodes[p->to].mtu;
+    a->ntargets++;
+}
+
+/* The fastest path of node `from` in the first samples that is not a
+ * suspect: its reference; NULL for none. */
+static const struct fabric_pair *reference (const struct lead *l, uint32_t from,
+                                            const bool *suspect)
+{
+    const struct fabric_pair *best = NULL;
+
+    for (size_t i = 0; i < l->npairs; i++) {
+        const struct fabric_pair *p = &l->pairs[i];
+        if (p->from != from || suspect[i] || p->conn != FABRIC_OK || p->usecs <= 0)
+            continue;
+        if (best == NULL || (double) p->bytes / p->usecs > (double) best->bytes / best->usecs)
+            best = p;
+    }
+    return best;
+}
+
+/* Each node's plan of the suspects it sent, then its reference path:
+ * again[n]. */
+static void plans_again (struct lead *l, const size_t *idx, size_t k, struct fabric_plan *again)
+{
+    bool *suspect = calloc (l->npairs + 1, sizeof (*suspect));
+
     for (size_t i = 0; i < l->n; i++) {
         again[i] = (struct fabric_plan){.index = (uint32_t) i, .nodes = (uint32_t) l->n};
+        l->ref_to[i] = -1;
     }
-    for (size_t j = 0; j < k; j++) {
-        const struct fabric_pair *p = &l->pairs[idx[j]];
-        struct fabric_plan *a = &again[p->from];
-        struct fabric_target *t = &a->target[a->ntargets];
-        if (a->ntargets == FABRIC_ROUNDS_MAX)
+    for (size_t j = 0; j < k && suspect != NULL; j++)
+        suspect[idx[j]] = true;
+    for (size_t j = 0; j < k; j++)
+        add_target (l, &again[l->pairs[idx[j]].from], &l->pairs[idx[j]]);
+    for (size_t i = 0; i < l->n && suspect != NULL; i++) {
+        const struct fabric_pair *ref = reference (l, (uint32_t) i, suspect);
+        if (again[i].ntargets == 0 || again[i].ntargets == FABRIC_ROUNDS_MAX || ref == NULL)
             continue;
-        t->round = p->round;
-        t->to = p->to;
-        memcpy (t->name, l->nodes[p->to].name, sizeof (t->name));
-        memcpy (t->addr, l->nodes[p->to].addr, sizeof (t->addr));
-        t->port = l->nodes[p->to].port;
-        t->mtu = l->nodes[p->to].mtu;
-        a->ntargets++;
+        add_target (l, &again[i], ref);
+        l->ref_to[i] = ref->to;
+        /* a lone suspect once more after its reference: a pause that hit
+         * one of its samples seldom hits both */
+        if (again[i].ntargets == 2) {
+            again[i].target[2] = again[i].target[0];
+            again[i].ntargets = 3;
+        }
     }
+    free (suspect);
 }
 
 /* One node's paths measured again: rank 0's here (its node's listener
@@ -354,8 +409,7 @@ static void again_one (struct lead *l, struct doctor_result *res, char *msg,
                                  .ufd = -1,
                                  .stop_fd = -1};
         fabric_run (&end, plan, deadline, out);
-        for (size_t j = 0; j < plan->ntargets; j++)
-            fabric_remeasured (l->pairs, l->npairs, &out[j]);
+        merge_again (l, out, plan->ntargets);
         return;
     }
     memset (l->planned, 0, l->n * sizeof (*l->planned));
@@ -517,6 +571,7 @@ out:
     free (l.nodes);
     free (l.leader);
     free (l.planned);
+    free (l.ref_to);
     free (l.pairs);
     return rc;
 }
