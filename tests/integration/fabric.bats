@@ -7,6 +7,12 @@
 # preflight (Slurm 23.11 and later) an MTU mismatch fails the step before the
 # program runs.  In a chroot's generation (no nftables there) the faults run
 # once each, the firewall not at all: the host's generation has the trials.
+#
+# Every node's link runs at 100mbit (tbf, both ways), as a real fabric's
+# rate is its links': a bare veth's rate is the CPU's, and on this 2-CPU
+# machine the test lanes beside this one move it tenfold from one sample to
+# the next (a healthy path at 1/6 of a median of 1.9 GB/s), which no
+# sample of a few MB can tell from a slow link.
 
 load helpers/common
 load helpers/fabric
@@ -28,6 +34,7 @@ setup() {
     cd "$TOP" || return 1
     eval "$("$MINICLUSTER" env)"
     printf 'required %s doctor=%s\n' "$PLUGIN_SO" "$DOCTOR" >"$MINICLUSTER_DIR/plugstack.conf"
+    fabric_rate 100mbit
 }
 
 teardown() {

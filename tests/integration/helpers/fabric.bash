@@ -52,6 +52,15 @@ fabric_tbf() {
     fi
 }
 
+# fabric_rate RATE: every node's link at RATE, both ways.
+fabric_rate() {
+    local rate=${1:-} node
+    [[ -n $rate ]] || { echo "usage: fabric_rate RATE" >&2; return 1; }
+    for node in $(fabric_nodes); do
+        fabric_tbf "$node" "$rate" || return 1
+    done
+}
+
 # fabric_slow NODE RATE_OTHERS RATE_SLOW: every node's link at RATE_OTHERS,
 # NODE's at RATE_SLOW (tc's rates: 100mbit, 2500kbit ...).
 fabric_slow() {
