@@ -90,6 +90,7 @@ static void test_plan (void **state)
     assert_int_equal (back.index, 3);
     assert_int_equal (back.ntargets, plan.ntargets);
     assert_int_equal (back.expect, plan.expect);
+    assert_int_equal (back.sample_ms, FABRIC_SAMPLE_MS);
     for (size_t i = 0; i < plan.ntargets; i++) {
         assert_int_equal (back.target[i].to, plan.target[i].to);
         assert_int_equal (back.target[i].port, plan.target[i].port);
@@ -103,21 +104,23 @@ static void test_plan_hostile (void **state)
 {
     static const char *const bad[] = {
         "",
-        "fabric 2\nnode 0 2 1\nend\n",
-        "fabric 1\nnode 2 2 1\nend\n", /* index past the nodes */
-        "fabric 1\nnode 0 1 1\nend\n", /* one node has no path */
-        "fabric 1\nnode 0 2 9\nend\n",
-        "fabric 1\nnode 0 2 1\ntarget 0 1 0 1500 10.0.0.2 node2\nend\n", /* port 0 */
-        "fabric 1\nnode 0 2 1\ntarget 0 5 29500 1500 10.0.0.2 node2\nend\n",
-        "fabric 1\nnode 0 2 1\ntarget 7 1 29500 1500 10.0.0.2 node2\nend\n",
-        "fabric 1\nnode 0 2 1\ntarget 0 1 29500 1500 10.0.0.2\nend\n",
-        "fabric 1\nnode 0 2 1\ntarget 0 1 +29500 1500 10.0.0.2 node2\nend\n",
-        "fabric 1\nnode 0 2 1\ntarget 0 1 29500 1500 10.0.0.2 node2\n", /* no end */
-        "fabric 1\nnode 0 5 1\ntarget 0 1 1 1 a b\ntarget 0 1 1 1 a b\ntarget 0 1 1 1 a b\n"
+        "fabric 2\nnode 0 2 1 200\nend\n",
+        "fabric 1\nnode 2 2 1 200\nend\n", /* index past the nodes */
+        "fabric 1\nnode 0 1 1 200\nend\n", /* one node has no path */
+        "fabric 1\nnode 0 2 9 200\nend\n",
+        "fabric 1\nnode 0 2 1\nend\n", /* no sample time */
+        "fabric 1\nnode 0 2 1 60000\nend\n", /* a sample longer than any */
+        "fabric 1\nnode 0 2 1 200\ntarget 0 1 0 1500 10.0.0.2 node2\nend\n", /* port 0 */
+        "fabric 1\nnode 0 2 1 200\ntarget 0 5 29500 1500 10.0.0.2 node2\nend\n",
+        "fabric 1\nnode 0 2 1 200\ntarget 7 1 29500 1500 10.0.0.2 node2\nend\n",
+        "fabric 1\nnode 0 2 1 200\ntarget 0 1 29500 1500 10.0.0.2\nend\n",
+        "fabric 1\nnode 0 2 1 200\ntarget 0 1 +29500 1500 10.0.0.2 node2\nend\n",
+        "fabric 1\nnode 0 2 1 200\ntarget 0 1 29500 1500 10.0.0.2 node2\n", /* no end */
+        "fabric 1\nnode 0 5 1 200\ntarget 0 1 1 1 a b\ntarget 0 1 1 1 a b\ntarget 0 1 1 1 a b\n"
         "target 0 1 1 1 a b\ntarget 0 1 1 1 a b\nend\n", /* more than the rounds */
     };
     struct fabric_plan plan;
-    char odd[] = "fabric 1\nnode 0 2 1\ntarget 0 1 29500 1500 10.0.0.2 no\033de\nend\n";
+    char odd[] = "fabric 1\nnode 0 2 1 200\ntarget 0 1 29500 1500 10.0.0.2 no\033de\nend\n";
     (void) state;
 
     for (size_t i = 0; i < sizeof (bad) / sizeof (bad[0]); i++)

@@ -104,8 +104,8 @@ int fabric_plan_encode (const struct fabric_plan *plan, char *buf, size_t size)
 {
     size_t off = 0;
 
-    if (putf (buf, size, &off, FABRIC_MAGIC "\nnode %u %u %u\n", plan->index, plan->nodes,
-              plan->expect)
+    if (putf (buf, size, &off, FABRIC_MAGIC "\nnode %u %u %u %u\n", plan->index, plan->nodes,
+              plan->expect, plan->sample_ms > 0 ? plan->sample_ms : FABRIC_SAMPLE_MS)
         < 0)
         return -1;
     for (size_t i = 0; i < plan->ntargets; i++) {
@@ -187,11 +187,12 @@ int fabric_plan_decode (const char *buf, size_t len, struct fabric_plan *plan)
     if (next_line (buf, len, &pos, line, sizeof (line), w, 7) != 2 || strcmp (w[0], "fabric") != 0
         || strcmp (w[1], "1") != 0)
         return -1;
-    if (next_line (buf, len, &pos, line, sizeof (line), w, 7) != 4 || strcmp (w[0], "node") != 0)
+    if (next_line (buf, len, &pos, line, sizeof (line), w, 7) != 5 || strcmp (w[0], "node") != 0)
         return -1;
     plan->nodes = (uint32_t) number (w[2], 2, DOCTOR_NODES_MAX, &ok);
     plan->index = (uint32_t) number (w[1], 0, (long) plan->nodes - 1, &ok);
     plan->expect = (unsigned) number (w[3], 0, FABRIC_ROUNDS_MAX, &ok);
+    plan->sample_ms = (unsigned) number (w[4], 10, FABRIC_SAMPLE_MS, &ok);
     while (ok && (k = next_line (buf, len, &pos, line, sizeof (line), w, 7)) > 0) {
         struct fabric_target *t = &plan->target[plan->ntargets];
         if (k == 1 && strcmp (w[0], "end") == 0)

@@ -29,7 +29,8 @@ struct doctor_key;
 
 #define FABRIC_ROUNDS_MAX 4
 #define FABRIC_SAMPLE_BYTES (4L << 20) /* a bandwidth sample: at most this much */
-#define FABRIC_SAMPLE_MS 300 /* and at most this long */
+#define FABRIC_SAMPLE_MS 200 /* and at most this long */
+#define FABRIC_AGAIN_SAMPLE_MS 100 /* the same, for a path measured again */
 #define FABRIC_CONNECT_MS 1500 /* a path that does not connect in this time is blocked */
 #define FABRIC_PAIR_MS 3000 /* one path, from its connect to its result */
 #define FABRIC_PINGS 5
@@ -87,6 +88,7 @@ struct fabric_target {
 struct fabric_plan {
     uint32_t index, nodes;
     unsigned expect; /* paths that come to it */
+    unsigned sample_ms; /* the longest bandwidth sample, 0: FABRIC_SAMPLE_MS */
     size_t ntargets;
     struct fabric_target target[FABRIC_ROUNDS_MAX];
 };

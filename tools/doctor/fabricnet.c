@@ -7,7 +7,7 @@
  *   R: "dist-train-doctor 3 fabric-ok RN MAC\n"
  *   S: UDP datagrams with DF set to R's port, each "dtfab FN" and padding
  *      to its size; then "ping K\n", R: "pong K\n", FABRIC_PINGS times;
- *   S: "data\n", then bytes for at most FABRIC_SAMPLE_MS or
+ *   S: "data\n", then bytes for at most the plan's sample_ms or
  *      FABRIC_SAMPLE_BYTES, then it shuts its side down;
  *   R: "got BYTES USECS UDPMAX\n" (what came, from its first byte to its
  *      last; the largest datagram of FN, IP header included) and closes.
@@ -296,7 +296,7 @@ struct path {
     char line[LINE_MAX_];
     size_t llen;
     unsigned ping, probes;
-    long rtt_best, sent;
+    long rtt_best, sent, sample_ms;
 };
 
 static void path_end (struct path *p, enum fabric_conn conn)
@@ -488,7 +488,7 @@ static void path_pong (struct path *p)
     }
     p->stage = SAMPLING;
     p->stage_us = now_us ();
-    p->sample_end_us = p->stage_us + FABRIC_SAMPLE_MS * 1000L;
+    p->sample_end_us = p->stage_us + p->sample_ms * 1000L;
 }
 
 /* One line from R at its stage. */
@@ -665,6 +665,7 @@ static void next_path (struct path *p, const struct fabric_plan *plan, struct fa
                            .out = &out[*next],
                            .fd = -1,
                            .rtt_best = -1,
+                           .sample_ms = plan->sample_ms > 0 ? plan->sample_ms : FABRIC_SAMPLE_MS,
                            .deadline_ms = now + FABRIC_PAIR_MS};
         (*next)++;
         (void) path_start (p, addr);

@@ -368,7 +368,8 @@ static void plans_again (struct lead *l, const size_t *idx, size_t k, struct fab
     bool *suspect = calloc (l->npairs + 1, sizeof (*suspect));
 
     for (size_t i = 0; i < l->n; i++) {
-        again[i] = (struct fabric_plan){.index = (uint32_t) i, .nodes = (uint32_t) l->n};
+        again[i] = (struct fabric_plan){
+            .index = (uint32_t) i, .nodes = (uint32_t) l->n, .sample_ms = FABRIC_AGAIN_SAMPLE_MS};
         l->ref_to[i] = -1;
     }
     for (size_t j = 0; j < k && suspect != NULL; j++)
@@ -391,54 +392,88 @@ static void plans_again (struct lead *l, const size_t *idx, size_t k, struct fab
     free (suspect);
 }
 
-/* One node's paths measured again: rank 0's here (its node's listener
- * still serves in the child), another's by its plan. */
-static void again_one (struct lead *l, struct doctor_result *res, char *msg,
-                       const struct doctor_rank *me, const struct fabric_plan *plan)
+/* Whether plan's nodes (its sender, its targets) are free in `busy`;
+ * marks them busy when they are. */
+static bool take_nodes (bool *busy, const struct fabric_plan *plan)
 {
-    long deadline = doctor_now_ms () + (long) plan->ntargets * FABRIC_PAIR_MS + 1000;
+    if (busy[plan->index])
+        return false;
+    for (size_t j = 0; j < plan->ntargets; j++)
+        if (busy[plan->target[j].to])
+            return false;
+    busy[plan->index] = true;
+    for (size_t j = 0; j < plan->ntargets; j++)
+        busy[plan->target[j].to] = true;
+    return true;
+}
+
+/* One batch of the nodes' paths measured again, no two touching one node:
+ * the others' by their plans, rank 0's here (its node's listener still
+ * serves in the child), then the others' results.  Each plan run is taken
+ * out of again (ntargets 0). */
+static void again_batch (struct lead *l, struct doctor_result *res, char *msg,
+                         const struct doctor_rank *me, struct fabric_plan *again, bool *busy)
+{
+    long deadline = doctor_now_ms () + FABRIC_ROUNDS_MAX * FABRIC_PAIR_MS + 1000;
     struct fabric_pair out[FABRIC_ROUNDS_MAX];
-    const struct fabric_peer *p = l->leader[plan->index];
+    bool own = false;
     int n;
 
-    if (plan->index == 0) {
+    memset (busy, 0, l->n * sizeof (*busy));
+    memset (l->planned, 0, l->n * sizeof (*l->planned));
+    for (size_t i = 0; i < l->n; i++) {
+        const struct fabric_peer *p = l->leader[i];
+        if (again[i].ntargets == 0 || !take_nodes (busy, &again[i]))
+            continue;
+        if (i == 0) {
+            own = true;
+            continue;
+        }
+        n = fabric_plan_encode (&again[i], msg + DOCTOR_AUTH_LINE_MAX, DOCTOR_MSG_MAX);
+        l->planned[i] = n > 0
+                        && send_block (p->fd, l->key, "fabric-plan", p->pn, p->sn, msg, (size_t) n,
+                                       doctor_now_ms () + 1000)
+                               == 0;
+        again[i].ntargets = 0;
+    }
+    if (own) {
         struct fabric_end end = {.key = l->key,
                                  .addr = me->fabric_addr,
                                  .mtu = me->fabric_mtu,
                                  .tfd = -1,
                                  .ufd = -1,
                                  .stop_fd = -1};
-        fabric_run (&end, plan, deadline, out);
-        merge_again (l, out, plan->ntargets);
-        return;
+        fabric_run (&end, &again[0], deadline, out);
+        merge_again (l, out, again[0].ntargets);
+        again[0].ntargets = 0;
     }
-    memset (l->planned, 0, l->n * sizeof (*l->planned));
-    n = fabric_plan_encode (plan, msg + DOCTOR_AUTH_LINE_MAX, DOCTOR_MSG_MAX);
-    l->planned[plan->index] = n > 0
-                              && send_block (p->fd, l->key, "fabric-plan", p->pn, p->sn, msg,
-                                             (size_t) n, doctor_now_ms () + 1000)
-                                     == 0;
     lead_gather (l, res, msg, deadline, true);
 }
 
-/* The paths that came out slow, measured again one node after the other
- * while the rest of the step is quiet: on a busy node a sample can lose
- * the CPU, a slow link stays slow.  For at most FABRIC_AGAIN_MS. */
+/* The paths that came out slow, measured again while the rest of the step
+ * is quiet, in batches of nodes that share no node: on a busy node a
+ * sample can lose the CPU, a slow link stays slow.  For at most
+ * FABRIC_AGAIN_MS. */
 static void lead_again (struct lead *l, struct doctor_result *res, char *msg,
                         const struct doctor_rank *me)
 {
-    size_t *idx = calloc (l->npairs + 1, sizeof (*idx)), k;
+    size_t *idx = calloc (l->npairs + 1, sizeof (*idx)), k, left;
     struct fabric_plan *again = calloc (l->n, sizeof (*again));
+    bool *busy = calloc (l->n, sizeof (*busy));
     long until = doctor_now_ms () + FABRIC_AGAIN_MS;
 
-    if (idx != NULL && again != NULL && (k = fabric_suspects (l->pairs, l->npairs, idx)) > 0) {
+    if (idx != NULL && again != NULL && busy != NULL
+        && (k = fabric_suspects (l->pairs, l->npairs, idx)) > 0) {
         plans_again (l, idx, k, again);
-        for (size_t i = 0; i < l->n && doctor_now_ms () < until; i++)
-            if (again[i].ntargets > 0)
-                again_one (l, res, msg, me, &again[i]);
+        do {
+            again_batch (l, res, msg, me, again, busy);
+            for (left = 0, k = 0; k < l->n; k++)
+                left += again[k].ntargets > 0;
+        } while (left > 0 && doctor_now_ms () < until);
     }
     free (idx);
     free (again);
+    free (busy);
 }
 
 static void pipe_done (void *arg, const struct fabric_pair *out, size_t n)
