@@ -2,7 +2,8 @@
 # fabric.bats - the doctor's checks of the paths between the nodes, on a
 # 16-node cluster: a node whose link runs at 1/20 of the others' (tc tbf), a
 # node with a lower MTU, a node whose firewall drops the port range
-# (nftables), each named in every one of 10 trials; no finding at all in 20
+# (nftables), each named in every one of 10 trials; a route by another
+# interface; no finding at all in 20
 # runs on the healthy cluster; fabric=warn and fabric=off; and under
 # preflight (Slurm 23.11 and later) an MTU mismatch fails the step before the
 # program runs.  In a chroot's generation (no nftables there) the faults run
@@ -127,6 +128,16 @@ expect_trials() {
     [[ $range =~ ^[0-9]+-[0-9]+$ ]] || { echo "no DIST_TRAIN_PORT_RANGE: '$range'"; return 1; }
     fabric_firewall node9 "${range%-*}" "${range#*-}"
     expect_trials "dist-train-doctor: problem: fabric: no connection reached node9 (* port *) from node1,node5,node7,node8: timed out (its packets are dropped), while its own connections out work; a firewall on node9 drops the port range?*" 1 "$(trials)"
+}
+
+@test "a route to a peer by another interface: the path is blocked, and the route named" {
+    fabric_route node3 "$(node_addr node4)"
+    check_fabric
+    echo "$output"
+    [ "$status" -eq 1 ]
+    [[ $output == *"problem: fabric: node3 cannot connect to node4 ($(node_addr node4) port "*"): timed out (its packets are dropped)"* ]]
+    [[ $output == *"warning: fabric: node3 reaches node4 ($(node_addr node4)) by the interface dtfab0, not eth0, the one the collectives use: check 'ip route get $(node_addr node4)' on node3"* ]]
+    [[ $(findings | wc -l) -eq 2 ]]
 }
 
 @test "preflight: an MTU mismatch fails the step before the program runs; fabric=warn lets it run" {

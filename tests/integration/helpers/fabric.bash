@@ -1,6 +1,7 @@
 # fabric.bash - a faulty fabric on the test cluster for the doctor's fabric
 # checks: a slow node (tc tbf), a node whose MTU differs, a node whose
-# firewall drops a port range (nftables); fabric_reset undoes all of them.
+# firewall drops a port range (nftables), a route by another interface;
+# fabric_reset undoes all of them.
 # shellcheck shell=bash
 #
 # A node is nodeN as Slurm names it; its network namespace is dt-nodeN, with
@@ -120,6 +121,24 @@ table inet dtfab {
 EOF
 }
 
+# fabric_route NODE ADDR: NODE's route to ADDR leaves by another interface
+# than eth0: a veth pair of its own, dtfab0 (10.99.0.1) to dtfab1, where the
+# packets end (this kernel has no dummy interfaces).
+fabric_route() {
+    local node=${1:-} addr=${2:-} ns
+    [[ $addr =~ ^[0-9.]+$ ]] || { echo "usage: fabric_route NODE ADDR" >&2; return 1; }
+    fabric_check_node "$node" || return 1
+    ns=dt-$node
+    if ! { timeout "$FABRIC_TIMEOUT" ip -n "$ns" link add dtfab0 type veth peer name dtfab1 &&
+        timeout "$FABRIC_TIMEOUT" ip -n "$ns" addr add 10.99.0.1/32 dev dtfab0 &&
+        timeout "$FABRIC_TIMEOUT" ip -n "$ns" link set dtfab0 up &&
+        timeout "$FABRIC_TIMEOUT" ip -n "$ns" link set dtfab1 up &&
+        timeout "$FABRIC_TIMEOUT" ip -n "$ns" route add "$addr/32" dev dtfab0 src 10.99.0.1; }; then
+        echo "fabric: cannot route $addr from $node by dtfab0" >&2
+        return 1
+    fi
+}
+
 # Undo all of the above on every node; never fails (nothing to undo, or no
 # cluster, is fine).  A node with no recorded MTU gets its host side's.
 fabric_reset() {
@@ -128,6 +147,7 @@ fabric_reset() {
     for node in $(fabric_nodes); do
         timeout "$FABRIC_TIMEOUT" tc -n "dt-$node" qdisc del dev eth0 root >/dev/null 2>&1 || true
         timeout "$FABRIC_TIMEOUT" ip netns exec "dt-$node" nft delete table inet dtfab >/dev/null 2>&1 || true
+        timeout "$FABRIC_TIMEOUT" ip -n "dt-$node" link del dtfab0 >/dev/null 2>&1 || true
         mtu=$(cat "$dir/mtu-$node" 2>/dev/null) || mtu=''
         [[ -n $mtu ]] || mtu=$(cat "/sys/class/net/dtveth-$node/mtu" 2>/dev/null) || mtu=''
         if [[ -n $mtu ]]; then
@@ -153,6 +173,8 @@ fabric_clean() {
             left+=("tbf on $node's eth0")
         timeout "$FABRIC_TIMEOUT" ip netns exec "dt-$node" nft list table inet dtfab >/dev/null 2>&1 &&
             left+=("table dtfab in dt-$node")
+        timeout "$FABRIC_TIMEOUT" ip -n "dt-$node" link show dtfab0 >/dev/null 2>&1 &&
+            left+=("dtfab0 in dt-$node")
         mtu=$(timeout "$FABRIC_TIMEOUT" ip -n "dt-$node" -o link show dev eth0 2>/dev/null |
             sed -n 's/.* mtu \([0-9]*\) .*/\1/p')
         peer=$(cat "/sys/class/net/dtveth-$node/mtu" 2>/dev/null) || peer=''
