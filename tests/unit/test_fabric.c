@@ -256,8 +256,14 @@ static void test_judge_slow (void **state)
     assert_int_equal (res.nwarnings, 1);
     assert_non_null (strstr (res.warning[0], "fabric: node6 is slow: 4.7 MB/s over its 8 paths"));
     assert_non_null (strstr (res.warning[0], "1/19 of the step's median 89.3 MB/s"));
-    /* one path alone: the path, not a node */
+    /* node6's paths are not measured again: most are slow, it is named */
+    size_t idx[64];
+    assert_int_equal (fabric_suspects (pairs, n, 16, idx), 0);
+    /* one path alone: the path, not a node; it is measured again first */
     n = healthy (nodes, 16, pairs);
+    pairs[20].usecs = 20 * 45000;
+    assert_int_equal (fabric_suspects (pairs, n, 16, idx), 1);
+    assert_int_equal (idx[0], 20);
     pairs[20].usecs = 20 * 45000;
     judge (&res, nodes, 16, pairs, n, FABRIC_FAIL, summary);
     assert_int_equal (res.nwarnings, 1);

@@ -473,8 +473,27 @@ static bool is_slow (const struct fabric_pair *p, double med)
     return bw >= 0 && bw * FABRIC_SLOW_FACTOR < med;
 }
 
-/* A node most of whose paths are slow (its neighbours share only one or
- * two of them with it). */
+/* Each node's paths with a bandwidth sample, and the slow ones. */
+static void tally_slow (const struct fabric_pair *pairs, size_t n, struct tally *t, double med)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (bandwidth (&pairs[i]) < 0)
+            continue;
+        t[pairs[i].from].measured++;
+        t[pairs[i].to].measured++;
+        t[pairs[i].from].slow += is_slow (&pairs[i], med);
+        t[pairs[i].to].slow += is_slow (&pairs[i], med);
+    }
+}
+
+/* Most of a node's paths are slow (at least two): its neighbours share
+ * only one or two of them with it. */
+static bool plainly_slow (const struct tally *t)
+{
+    return t->slow >= 2 && t->slow * 2 > t->measured;
+}
+
+/* A node most of whose paths are slow. */
 static void name_slow_nodes (struct doctor_result *res, const struct fabric_node *nodes, size_t n,
                              const struct fabric_pair *pairs, size_t np, struct tally *t,
                              double med, double *mine)
@@ -482,7 +501,7 @@ static void name_slow_nodes (struct doctor_result *res, const struct fabric_node
     for (size_t x = 0; x < n; x++) {
         size_t k = 0;
         double m;
-        if (t[x].slow < 2 || t[x].slow * 2 <= t[x].measured)
+        if (!plainly_slow (&t[x]))
             continue;
         for (size_t i = 0; i < np; i++)
             if ((pairs[i].from == x || pairs[i].to == x) && bandwidth (&pairs[i]) >= 0)
@@ -507,14 +526,7 @@ static void judge_slow (struct doctor_result *res, const struct fabric_node *nod
         free (mine);
         return;
     }
-    for (size_t i = 0; i < np; i++) {
-        if (bandwidth (&pairs[i]) < 0)
-            continue;
-        t[pairs[i].from].measured++;
-        t[pairs[i].to].measured++;
-        t[pairs[i].from].slow += is_slow (&pairs[i], med);
-        t[pairs[i].to].slow += is_slow (&pairs[i], med);
-    }
+    tally_slow (pairs, np, t, med);
     name_slow_nodes (res, nodes, n, pairs, np, t, med, mine);
     for (size_t i = 0; i < np; i++) {
         const struct fabric_pair *p = &pairs[i];
@@ -553,39 +565,27 @@ static void judge_routes (struct doctor_result *res, const struct fabric_node *n
     }
 }
 
-/* Whether most of node x's paths are slow (at least two). */
-static bool plainly_slow (const struct fabric_pair *pairs, size_t n, uint32_t x, double med)
-{
-    size_t measured = 0, slow = 0;
-
-    for (size_t i = 0; i < n; i++)
-        if ((pairs[i].from == x || pairs[i].to == x) && bandwidth (&pairs[i]) >= 0) {
-            measured++;
-            slow += is_slow (&pairs[i], med);
-        }
-    return slow >= 2 && slow * 2 > measured;
-}
-
-size_t fabric_suspects (const struct fabric_pair *pairs, size_t n, size_t *idx)
+size_t fabric_suspects (const struct fabric_pair *pairs, size_t n, uint32_t nodes, size_t *idx)
 {
     double *bw = calloc (n + 1, sizeof (*bw)), med;
+    struct tally *t = calloc ((size_t) nodes + 1, sizeof (*t));
     size_t k = 0, m = 0;
 
-    if (bw == NULL)
-        return 0;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; bw != NULL && i < n; i++)
         if (bandwidth (&pairs[i]) >= 0)
             bw[m++] = bandwidth (&pairs[i]);
-    med = median (bw, m);
+    med = bw != NULL ? median (bw, m) : -1;
+    if (t != NULL && med > 0)
+        tally_slow (pairs, n, t, med);
     /* (half the threshold that names a path: a sample measured again
      * moves the median; a node most of whose paths are slow is named as
      * it is, a pause cannot have hit all of them) */
-    for (size_t i = 0; i < n && med > 0; i++)
+    for (size_t i = 0; t != NULL && i < n && med > 0; i++)
         if (bandwidth (&pairs[i]) >= 0 && bandwidth (&pairs[i]) * 2 < med
-            && !plainly_slow (pairs, n, pairs[i].from, med)
-            && !plainly_slow (pairs, n, pairs[i].to, med))
+            && !plainly_slow (&t[pairs[i].from]) && !plainly_slow (&t[pairs[i].to]))
             idx[k++] = i;
     free (bw);
+    free (t);
     return k;
 }
 

@@ -313,16 +313,10 @@ static void path_end (struct path *p, enum fabric_conn conn)
 static void egress_of (const struct sockaddr_storage *dst, socklen_t len, char *ifname, size_t size)
 {
     struct sockaddr_storage local;
-    socklen_t llen = sizeof (local);
-    int fd = socket (dst->ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 
     ifname[0] = '\0';
-    if (fd < 0)
-        return;
-    if (connect (fd, (const struct sockaddr *) dst, len) == 0
-        && getsockname (fd, (struct sockaddr *) &local, &llen) == 0)
+    if (doctor_route_source (dst, len, &local) == 0)
         (void) dist_interface_of ((const struct sockaddr *) &local, ifname, size);
-    close (fd);
 }
 
 static int path_start (struct path *p, const char *self_addr)

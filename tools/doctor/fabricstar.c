@@ -33,26 +33,16 @@ long fabric_budget_ms (size_t nodes)
 static int self_addr (const struct doctor_rank *self, char *out, size_t size)
 {
     struct sockaddr_storage dst, src;
-    socklen_t dlen, slen = sizeof (src);
+    socklen_t dlen;
     const char *ifname = doctor_facts_ifname ();
     char found[DOCTOR_NAME_MAX];
-    int fd, rc = 0;
 
     if (doctor_sockaddr (self->master_addr, self->master_port, &dst, &dlen) < 0)
         return -1;
-    if (ifname != NULL && ifname[0] != '^') {
-        if (doctor_interface_address (ifname, dst.ss_family, &src, found, sizeof (found)) < 0)
-            return -1;
-    } else {
-        if ((fd = socket (dst.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0)
-            return -1;
-        if (connect (fd, (const struct sockaddr *) &dst, dlen) < 0
-            || getsockname (fd, (struct sockaddr *) &src, &slen) < 0)
-            rc = -1;
-        close (fd);
-        if (rc < 0)
-            return -1;
-    }
+    if (ifname != NULL && ifname[0] != '^'
+            ? doctor_interface_address (ifname, dst.ss_family, &src, found, sizeof (found)) < 0
+            : doctor_route_source (&dst, dlen, &src) < 0)
+        return -1;
     doctor_addr_text (&src, out, size);
     return 0;
 }
@@ -261,21 +251,27 @@ static int lead_nodes (struct lead *l, const struct doctor_rank *me,
     return l->pairs != NULL ? 0 : -1;
 }
 
+/* A plan to its node's leader; whether it went. */
+static bool send_plan (const struct lead *l, const struct fabric_plan *plan, char *msg)
+{
+    const struct fabric_peer *p = l->leader[plan->index];
+    int n = fabric_plan_encode (plan, msg + DOCTOR_AUTH_LINE_MAX, DOCTOR_MSG_MAX);
+
+    return n > 0
+           && send_block (p->fd, l->key, "fabric-plan", p->pn, p->sn, msg, (size_t) n,
+                          doctor_now_ms () + 1000)
+                  == 0;
+}
+
 static void lead_plans (struct lead *l, char *msg)
 {
     struct fabric_plan plan;
-    int n;
 
     for (size_t i = 1; i < l->n; i++) {
-        const struct fabric_peer *p = l->leader[i];
         if (l->nodes[i].port == 0)
             continue;
         fabric_plan_make (l->nodes, l->n, (uint32_t) i, &plan);
-        n = fabric_plan_encode (&plan, msg + DOCTOR_AUTH_LINE_MAX, DOCTOR_MSG_MAX);
-        l->planned[i] = n > 0
-                        && send_block (p->fd, l->key, "fabric-plan", p->pn, p->sn, msg, (size_t) n,
-                                       doctor_now_ms () + 1000)
-                               == 0;
+        l->planned[i] = send_plan (l, &plan, msg);
     }
 }
 
@@ -417,23 +413,17 @@ static void again_batch (struct lead *l, struct doctor_result *res, char *msg,
     long deadline = doctor_now_ms () + FABRIC_ROUNDS_MAX * FABRIC_PAIR_MS + 1000;
     struct fabric_pair out[FABRIC_ROUNDS_MAX];
     bool own = false;
-    int n;
 
     memset (busy, 0, l->n * sizeof (*busy));
     memset (l->planned, 0, l->n * sizeof (*l->planned));
     for (size_t i = 0; i < l->n; i++) {
-        const struct fabric_peer *p = l->leader[i];
         if (again[i].ntargets == 0 || !take_nodes (busy, &again[i]))
             continue;
         if (i == 0) {
             own = true;
             continue;
         }
-        n = fabric_plan_encode (&again[i], msg + DOCTOR_AUTH_LINE_MAX, DOCTOR_MSG_MAX);
-        l->planned[i] = n > 0
-                        && send_block (p->fd, l->key, "fabric-plan", p->pn, p->sn, msg, (size_t) n,
-                                       doctor_now_ms () + 1000)
-                               == 0;
+        l->planned[i] = send_plan (l, &again[i], msg);
         again[i].ntargets = 0;
     }
     if (own) {
@@ -463,7 +453,7 @@ static void lead_again (struct lead *l, struct doctor_result *res, char *msg,
     long until = doctor_now_ms () + FABRIC_AGAIN_MS;
 
     if (idx != NULL && again != NULL && busy != NULL
-        && (k = fabric_suspects (l->pairs, l->npairs, idx)) > 0) {
+        && (k = fabric_suspects (l->pairs, l->npairs, (uint32_t) l->n, idx)) > 0) {
         plans_again (l, idx, k, again);
         do {
             again_batch (l, res, msg, me, again, busy);

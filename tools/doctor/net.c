@@ -45,6 +45,21 @@ void doctor_addr_text (const struct sockaddr_storage *ss, char *out, size_t size
         snprintf (out, size, "?");
 }
 
+int doctor_route_source (const struct sockaddr_storage *dst, socklen_t len,
+                         struct sockaddr_storage *src)
+{
+    socklen_t slen = sizeof (*src);
+    int fd = socket (dst->ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0), rc = -1;
+
+    if (fd < 0)
+        return -1;
+    if (connect (fd, (const struct sockaddr *) dst, len) == 0
+        && getsockname (fd, (struct sockaddr *) src, &slen) == 0)
+        rc = 0;
+    close (fd);
+    return rc;
+}
+
 int doctor_listen (const struct sockaddr_storage *ss, socklen_t len)
 {
     int fd, one = 1, saved;

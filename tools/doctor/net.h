@@ -29,6 +29,11 @@ int doctor_interface_address (const char *ifname, int family, struct sockaddr_st
 int doctor_connect (const struct sockaddr_storage *dst, socklen_t dstlen,
                     const struct sockaddr_storage *src, long deadline_ms, int *err);
 
+/* The source address the kernel's routes pick toward dst (a UDP socket
+ * connected there, nothing sent): 0, or -1. */
+int doctor_route_source (const struct sockaddr_storage *dst, socklen_t len,
+                         struct sockaddr_storage *src);
+
 /* A numeric address as text. */
 void doctor_addr_text (const struct sockaddr_storage *ss, char *out, size_t size);
 
