@@ -91,6 +91,14 @@ static void test_plan (void **state)
     assert_int_equal (back.ntargets, plan.ntargets);
     assert_int_equal (back.expect, plan.expect);
     assert_int_equal (back.sample_ms, FABRIC_SAMPLE_MS);
+    assert_false (back.timed);
+    /* a path measured again: a timed sample, as long as rank 0 said */
+    plan.sample_ms = FABRIC_AGAIN_SAMPLE_MS;
+    plan.timed = true;
+    len = fabric_plan_encode (&plan, buf, sizeof (buf));
+    assert_int_equal (fabric_plan_decode (buf, (size_t) len, &back), 0);
+    assert_int_equal (back.sample_ms, FABRIC_AGAIN_SAMPLE_MS);
+    assert_true (back.timed);
     for (size_t i = 0; i < plan.ntargets; i++) {
         assert_int_equal (back.target[i].to, plan.target[i].to);
         assert_int_equal (back.target[i].port, plan.target[i].port);
@@ -104,23 +112,26 @@ static void test_plan_hostile (void **state)
 {
     static const char *const bad[] = {
         "",
-        "fabric 2\nnode 0 2 1 200\nend\n",
-        "fabric 1\nnode 2 2 1 200\nend\n", /* index past the nodes */
-        "fabric 1\nnode 0 1 1 200\nend\n", /* one node has no path */
-        "fabric 1\nnode 0 2 9 200\nend\n",
-        "fabric 1\nnode 0 2 1\nend\n", /* no sample time */
-        "fabric 1\nnode 0 2 1 60000\nend\n", /* a sample longer than any */
-        "fabric 1\nnode 0 2 1 200\ntarget 0 1 0 1500 10.0.0.2 node2\nend\n", /* port 0 */
-        "fabric 1\nnode 0 2 1 200\ntarget 0 5 29500 1500 10.0.0.2 node2\nend\n",
-        "fabric 1\nnode 0 2 1 200\ntarget 7 1 29500 1500 10.0.0.2 node2\nend\n",
-        "fabric 1\nnode 0 2 1 200\ntarget 0 1 29500 1500 10.0.0.2\nend\n",
-        "fabric 1\nnode 0 2 1 200\ntarget 0 1 +29500 1500 10.0.0.2 node2\nend\n",
-        "fabric 1\nnode 0 2 1 200\ntarget 0 1 29500 1500 10.0.0.2 node2\n", /* no end */
-        "fabric 1\nnode 0 5 1 200\ntarget 0 1 1 1 a b\ntarget 0 1 1 1 a b\ntarget 0 1 1 1 a b\n"
+        "fabric 1\nnode 0 2 1 200 bytes\nend\n", /* the version before */
+        "fabric 2\nnode 2 2 1 200 bytes\nend\n", /* index past the nodes */
+        "fabric 2\nnode 0 1 1 200 bytes\nend\n", /* one node has no path */
+        "fabric 2\nnode 0 2 9 200 bytes\nend\n",
+        "fabric 2\nnode 0 2 1\nend\n", /* no sample time */
+        "fabric 2\nnode 0 2 1 200\nend\n", /* no sample kind */
+        "fabric 2\nnode 0 2 1 200 forever\nend\n",
+        "fabric 2\nnode 0 2 1 60000 bytes\nend\n", /* a sample longer than any */
+        "fabric 2\nnode 0 2 1 200 bytes\ntarget 0 1 0 1500 10.0.0.2 node2\nend\n", /* port 0 */
+        "fabric 2\nnode 0 2 1 200 bytes\ntarget 0 5 29500 1500 10.0.0.2 node2\nend\n",
+        "fabric 2\nnode 0 2 1 200 bytes\ntarget 7 1 29500 1500 10.0.0.2 node2\nend\n",
+        "fabric 2\nnode 0 2 1 200 bytes\ntarget 0 1 29500 1500 10.0.0.2\nend\n",
+        "fabric 2\nnode 0 2 1 200 bytes\ntarget 0 1 +29500 1500 10.0.0.2 node2\nend\n",
+        "fabric 2\nnode 0 2 1 200 bytes\ntarget 0 1 29500 1500 10.0.0.2 node2\n", /* no end */
+        "fabric 2\nnode 0 5 1 200 bytes\ntarget 0 1 1 1 a b\ntarget 0 1 1 1 a b\ntarget 0 1 1 1 a "
+        "b\n"
         "target 0 1 1 1 a b\ntarget 0 1 1 1 a b\nend\n", /* more than the rounds */
     };
     struct fabric_plan plan;
-    char odd[] = "fabric 1\nnode 0 2 1 200\ntarget 0 1 29500 1500 10.0.0.2 no\033de\nend\n";
+    char odd[] = "fabric 2\nnode 0 2 1 200 bytes\ntarget 0 1 29500 1500 10.0.0.2 no\033de\nend\n";
     (void) state;
 
     for (size_t i = 0; i < sizeof (bad) / sizeof (bad[0]); i++)
@@ -172,9 +183,9 @@ static void test_result_wire (void **state)
     assert_int_equal (fabric_result_decode (buf, (size_t) len, 3, 16, back, 1, &n), -1);
     assert_int_equal (fabric_result_decode (buf, (size_t) len, 4, 16, back, 4, &n), -1);
     assert_int_equal (fabric_result_decode (buf, (size_t) len, 3, 5, back, 4, &n), -1);
-    const char *odd = "fabric 1\npair 0 1 fine 1 1 1 1 1 -\nend\n";
+    const char *odd = "fabric 2\npair 0 1 fine 1 1 1 1 1 -\nend\n";
     assert_int_equal (fabric_result_decode (odd, strlen (odd), 0, 2, back, 4, &n), -1);
-    odd = "fabric 1\npair 0 1 ok 1 1 1 1 99999999 -\nend\n";
+    odd = "fabric 2\npair 0 1 ok 1 1 1 1 99999999 -\nend\n";
     assert_int_equal (fabric_result_decode (odd, strlen (odd), 0, 2, back, 4, &n), -1);
 }
 
@@ -268,14 +279,27 @@ static void test_judge_slow (void **state)
     judge (&res, nodes, 16, pairs, n, FABRIC_FAIL, summary);
     assert_int_equal (res.nwarnings, 1);
     assert_non_null (strstr (res.warning[0], "fabric: the path node"));
+}
 
-    /* measured again beside its sender's fastest path: the ratio of the two
-     * decides, not the median the first samples gave */
+/* A path measured again beside its sender's fastest path: the ratio of the
+ * two decides, not the median the first samples gave. */
+static void test_judge_slow_again (void **state)
+{
+    struct fabric_node nodes[16];
+    struct fabric_pair pairs[64];
+    struct doctor_result res;
+    char summary[DOCTOR_LINE_MAX];
+    size_t n, idx[64];
+    (void) state;
+
+    make_nodes (nodes, 16);
+    n = healthy (nodes, 16, pairs);
+    pairs[20].usecs = 20 * 45000;
     struct fabric_pair again = pairs[20], ref = pairs[21];
     again.usecs = 40000;
     ref.usecs = 30000; /* 3/4 of the reference's rate: not slow */
     fabric_remeasured (pairs, n, &again, &ref);
-    assert_int_equal (pairs[20].usecs, 40000);
+    assert_int_equal (pairs[20].usecs, 20 * 45000); /* (the median is the first samples') */
     assert_true (pairs[20].vs_ref > 0.74 && pairs[20].vs_ref < 0.76);
     judge (&res, nodes, 16, pairs, n, FABRIC_FAIL, summary);
     assert_int_equal (res.nwarnings, 0);
@@ -288,10 +312,25 @@ static void test_judge_slow (void **state)
     again.usecs = 30000 * 30;
     fabric_remeasured (pairs, n, &again, &ref);
     assert_true (pairs[20].vs_ref > 0.049 && pairs[20].vs_ref < 0.051);
-    assert_int_equal (pairs[20].usecs, 30000); /* (the faster sample counts) */
     judge (&res, nodes, 16, pairs, n, FABRIC_FAIL, summary);
     assert_int_equal (res.nwarnings, 1);
     assert_non_null (strstr (res.warning[0], "fabric: the path node"));
+    /* with no reference, the faster sample counts */
+    pairs[20].usecs = 20 * 45000;
+    pairs[20].vs_ref = 0;
+    again.usecs = 45000;
+    fabric_remeasured (pairs, n, &again, NULL);
+    assert_int_equal (pairs[20].usecs, 45000);
+    assert_true (pairs[20].vs_ref == 0);
+    judge (&res, nodes, 16, pairs, n, FABRIC_FAIL, summary);
+    assert_int_equal (res.nwarnings, 0);
+    /* a path just over the line (a quarter of 89.3 MB/s: 4 MiB in 188 ms)
+     * is no suspect, under it one */
+    n = healthy (nodes, 16, pairs);
+    pairs[20].usecs = 180000;
+    assert_int_equal (fabric_suspects (pairs, n, 16, idx), 0);
+    pairs[20].usecs = 196000;
+    assert_int_equal (fabric_suspects (pairs, n, 16, idx), 1);
 }
 
 static void test_judge_firewall (void **state)
@@ -427,6 +466,17 @@ static void two_setup (struct two *t)
     }
 }
 
+/* Node 0's end of the two, with their key. */
+static struct fabric_end two_end (const struct two *t)
+{
+    return (struct fabric_end){.key = &t->key,
+                               .addr = "127.0.0.1",
+                               .mtu = t->mtu,
+                               .tfd = t->tfd[0],
+                               .ufd = t->ufd[0],
+                               .stop_fd = -1};
+}
+
 /* Node 1 in a child, with key; its results come back on the pipe. */
 static pid_t two_child (struct two *t, const struct doctor_key *key, int wfd, long ms)
 {
@@ -451,6 +501,21 @@ static pid_t two_child (struct two *t, const struct doctor_key *key, int wfd, lo
     _exit (wfd < 0 || (len > 0 && write (wfd, buf, (size_t) len) == len) ? 0 : 1);
 }
 
+/* The two, node 1 in a child with key (its results dropped) for ms, and
+ * node 0's plan. */
+static pid_t two_start (struct two *t, const struct doctor_key *key, long ms,
+                        struct fabric_plan *plan)
+{
+    pid_t pid;
+
+    two_setup (t);
+    pid = two_child (t, key, -1, ms);
+    close (t->tfd[1]);
+    close (t->ufd[1]);
+    fabric_plan_make (t->nodes, 2, 0, plan);
+    return pid;
+}
+
 static void test_sockets (void **state)
 {
     struct two t;
@@ -463,12 +528,7 @@ static void test_sockets (void **state)
     (void) state;
 
     two_setup (&t);
-    struct fabric_end end = {.key = &t.key,
-                             .addr = "127.0.0.1",
-                             .mtu = t.mtu,
-                             .tfd = t.tfd[0],
-                             .ufd = t.ufd[0],
-                             .stop_fd = -1};
+    struct fabric_end end = two_end (&t);
     assert_int_equal (pipe (pipefd), 0);
     pid = two_child (&t, &t.key, pipefd[1], 8000);
     close (pipefd[1]);
@@ -499,6 +559,31 @@ static void test_sockets (void **state)
     }
 }
 
+/* A timed sample (a path measured again) runs its whole time, past
+ * FABRIC_SAMPLE_BYTES if the path is fast: the receiver counts bytes over
+ * most of it. */
+static void test_sockets_timed (void **state)
+{
+    struct two t;
+    struct fabric_plan plan;
+    struct fabric_pair out[FABRIC_ROUNDS_MAX];
+    int status;
+    pid_t pid;
+    (void) state;
+
+    pid = two_start (&t, &t.key, 8000, &plan);
+    struct fabric_end end = two_end (&t);
+    plan.sample_ms = FABRIC_AGAIN_SAMPLE_MS;
+    plan.timed = true;
+    fabric_run (&end, &plan, doctor_now_ms () + 8000, out);
+    close (t.tfd[0]);
+    close (t.ufd[0]);
+    assert_int_equal (waitpid (pid, &status, 0), pid);
+    assert_int_equal (out[0].conn, FABRIC_OK);
+    assert_true (out[0].usecs >= FABRIC_AGAIN_SAMPLE_MS * 1000L / 2);
+    assert_true (out[0].usecs < FABRIC_PAIR_MS * 1000L);
+}
+
 /* A listener with another key: found, not trusted; nothing there: refused. */
 static void test_sockets_foreign (void **state)
 {
@@ -509,17 +594,8 @@ static void test_sockets_foreign (void **state)
     pid_t pid;
     (void) state;
 
-    two_setup (&t);
-    struct fabric_end end = {.key = &t.key,
-                             .addr = "127.0.0.1",
-                             .mtu = t.mtu,
-                             .tfd = t.tfd[0],
-                             .ufd = t.ufd[0],
-                             .stop_fd = -1};
-    pid = two_child (&t, &t.other, -1, 4000);
-    close (t.tfd[1]);
-    close (t.ufd[1]);
-    fabric_plan_make (t.nodes, 2, 0, &plan);
+    pid = two_start (&t, &t.other, 4000, &plan);
+    struct fabric_end end = two_end (&t);
     plan.expect = 0;
     fabric_run (&end, &plan, doctor_now_ms () + 4000, out);
     assert_int_equal (out[0].conn, FABRIC_FOREIGN);
@@ -535,11 +611,12 @@ static void test_sockets_foreign (void **state)
 int main (void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test (test_rounds),          cmocka_unit_test (test_plan),
-        cmocka_unit_test (test_plan_hostile),    cmocka_unit_test (test_result_wire),
-        cmocka_unit_test (test_judge_healthy),   cmocka_unit_test (test_judge_slow),
-        cmocka_unit_test (test_judge_firewall),  cmocka_unit_test (test_judge_mtu),
-        cmocka_unit_test (test_judge_route),     cmocka_unit_test (test_sockets),
+        cmocka_unit_test (test_rounds),           cmocka_unit_test (test_plan),
+        cmocka_unit_test (test_plan_hostile),     cmocka_unit_test (test_result_wire),
+        cmocka_unit_test (test_judge_healthy),    cmocka_unit_test (test_judge_slow),
+        cmocka_unit_test (test_judge_slow_again), cmocka_unit_test (test_judge_firewall),
+        cmocka_unit_test (test_judge_mtu),        cmocka_unit_test (test_judge_route),
+        cmocka_unit_test (test_sockets),          cmocka_unit_test (test_sockets_timed),
         cmocka_unit_test (test_sockets_foreign),
     };
 

@@ -9,7 +9,8 @@
 #include "fabric.h"
 #include "text.h"
 
-#define FABRIC_MAGIC "fabric 1"
+#define FABRIC_VERSION "2" /* the plan's node line has its sample's kind */
+#define FABRIC_MAGIC "fabric " FABRIC_VERSION
 
 static const char *const conn_words[FABRIC_CONN_COUNT] = {
     "ok", "timeout", "refused", "unreachable", "foreign", "broken",
@@ -104,8 +105,9 @@ int fabric_plan_encode (const struct fabric_plan *plan, char *buf, size_t size)
 {
     size_t off = 0;
 
-    if (putf (buf, size, &off, FABRIC_MAGIC "\nnode %u %u %u %u\n", plan->index, plan->nodes,
-              plan->expect, plan->sample_ms > 0 ? plan->sample_ms : FABRIC_SAMPLE_MS)
+    if (putf (buf, size, &off, FABRIC_MAGIC "\nnode %u %u %u %u %s\n", plan->index, plan->nodes,
+              plan->expect, plan->sample_ms > 0 ? plan->sample_ms : FABRIC_SAMPLE_MS,
+              plan->timed ? "time" : "bytes")
         < 0)
         return -1;
     for (size_t i = 0; i < plan->ntargets; i++) {
@@ -185,10 +187,13 @@ int fabric_plan_decode (const char *buf, size_t len, struct fabric_plan *plan)
 
     memset (plan, 0, sizeof (*plan));
     if (next_line (buf, len, &pos, line, sizeof (line), w, 7) != 2 || strcmp (w[0], "fabric") != 0
-        || strcmp (w[1], "1") != 0)
+        || strcmp (w[1], FABRIC_VERSION) != 0)
         return -1;
-    if (next_line (buf, len, &pos, line, sizeof (line), w, 7) != 5 || strcmp (w[0], "node") != 0)
+    if (next_line (buf, len, &pos, line, sizeof (line), w, 7) != 6 || strcmp (w[0], "node") != 0)
         return -1;
+    if (strcmp (w[5], "time") != 0 && strcmp (w[5], "bytes") != 0)
+        return -1;
+    plan->timed = strcmp (w[5], "time") == 0;
     plan->nodes = (uint32_t) number (w[2], 2, DOCTOR_NODES_MAX, &ok);
     plan->index = (uint32_t) number (w[1], 0, (long) plan->nodes - 1, &ok);
     plan->expect = (unsigned) number (w[3], 0, FABRIC_ROUNDS_MAX, &ok);
@@ -239,7 +244,7 @@ int fabric_result_decode (const char *buf, size_t len, uint32_t from, uint32_t n
 
     *n = 0;
     if (next_line (buf, len, &pos, line, sizeof (line), w, 10) != 2 || strcmp (w[0], "fabric") != 0
-        || strcmp (w[1], "1") != 0)
+        || strcmp (w[1], FABRIC_VERSION) != 0)
         return -1;
     while (ok && (k = next_line (buf, len, &pos, line, sizeof (line), w, 10)) > 0) {
         struct fabric_pair *p = &pairs[*n];
@@ -536,7 +541,7 @@ static void judge_slow (struct doctor_result *res, const struct fabric_node *nod
         if (p->vs_ref > 0)
             doctor_warning (res,
                             "fabric: the path %s -> %s is slow: measured again, 1/%.0f of %s's "
-                            "fastest other path measured right after it",
+                            "fastest other path measured beside it",
                             nodes[p->from].name, nodes[p->to].name, 1 / p->vs_ref,
                             nodes[p->from].name);
         else
@@ -577,12 +582,11 @@ size_t fabric_suspects (const struct fabric_pair *pairs, size_t n, uint32_t node
     med = bw != NULL ? median (bw, m) : -1;
     if (t != NULL && med > 0)
         tally_slow (pairs, n, t, med);
-    /* (half the threshold that names a path: a sample measured again
-     * moves the median; a node most of whose paths are slow is named as
-     * it is, a pause cannot have hit all of them) */
+    /* (a node most of whose paths are slow is named as it is: a pause
+     * cannot have hit all of them) */
     for (size_t i = 0; t != NULL && i < n && med > 0; i++)
-        if (bandwidth (&pairs[i]) >= 0 && bandwidth (&pairs[i]) * 2 < med
-            && !plainly_slow (&t[pairs[i].from]) && !plainly_slow (&t[pairs[i].to]))
+        if (is_slow (&pairs[i], med) && !plainly_slow (&t[pairs[i].from])
+            && !plainly_slow (&t[pairs[i].to]))
             idx[k++] = i;
     free (bw);
     free (t);
@@ -596,13 +600,16 @@ void fabric_remeasured (struct fabric_pair *pairs, size_t n, const struct fabric
         struct fabric_pair *p = &pairs[i];
         if (p->from != again->from || p->to != again->to)
             continue;
-        if (bandwidth (again) > bandwidth (p)) {
+        /* Beside a reference, the ratio alone: a timed sample is longer
+         * than the first ones, and in the step's median it would move the
+         * line the first samples are judged by.  With none, its best. */
+        if (ref != NULL && bandwidth (ref) > 0) {
+            if (bandwidth (again) / bandwidth (ref) > p->vs_ref)
+                p->vs_ref = bandwidth (again) / bandwidth (ref);
+        } else if (bandwidth (again) > bandwidth (p)) {
             p->bytes = again->bytes;
             p->usecs = again->usecs;
         }
-        /* (measured again more than once: its best) */
-        if (ref != NULL && bandwidth (ref) > 0 && bandwidth (again) / bandwidth (ref) > p->vs_ref)
-            p->vs_ref = bandwidth (again) / bandwidth (ref);
         return;
     }
 }

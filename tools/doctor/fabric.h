@@ -30,7 +30,9 @@ struct doctor_key;
 #define FABRIC_ROUNDS_MAX 4
 #define FABRIC_SAMPLE_BYTES (4L << 20) /* a bandwidth sample: at most this much */
 #define FABRIC_SAMPLE_MS 200 /* and at most this long */
-#define FABRIC_AGAIN_SAMPLE_MS 100 /* the same, for a path measured again */
+/* a path measured again: a sample of this long, whatever it moves, so that
+ * a pause of the sender or the receiver is a small part of it */
+#define FABRIC_AGAIN_SAMPLE_MS 50
 #define FABRIC_CONNECT_MS 1500 /* a path that does not connect in this time is blocked */
 #define FABRIC_PAIR_MS 3000 /* one path, from its connect to its result */
 #define FABRIC_PINGS 5
@@ -89,6 +91,7 @@ struct fabric_plan {
     uint32_t index, nodes;
     unsigned expect; /* paths that come to it */
     unsigned sample_ms; /* the longest bandwidth sample, 0: FABRIC_SAMPLE_MS */
+    bool timed; /* the sample runs its whole time, not FABRIC_SAMPLE_BYTES */
     size_t ntargets;
     struct fabric_target target[FABRIC_ROUNDS_MAX];
 };
@@ -120,17 +123,19 @@ int fabric_judge (struct doctor_result *res, const struct fabric_node *nodes, si
                   const struct fabric_pair *pairs, size_t npairs, enum fabric_mode mode,
                   char *summary, size_t size);
 
-/* The paths of nodes[0..nodes) whose sample came under half the step's
- * median, but not of a node most of whose paths are slow (it is named as
- * it is): their indexes into idx (room for n), their count.
- * They are measured again, with the others quiet, before they are named:
- * on a busy node a sample can lose the CPU. */
+/* The paths of nodes[0..nodes) that the judge would name slow by their
+ * first sample (under 1/FABRIC_SLOW_FACTOR of the step's median), but not
+ * of a node most of whose paths are slow (it is named as it is): their
+ * indexes into idx (room for n), their count.  They are measured again,
+ * with the others quiet, before they are named: on a busy node a sample can
+ * lose the CPU. */
 size_t fabric_suspects (const struct fabric_pair *pairs, size_t n, uint32_t nodes, size_t *idx);
 
-/* A path measured again: the faster of its two samples counts; with ref,
- * the same sender's fastest other path measured again right after it,
- * their ratio decides whether it is slow, not the step's median (which the
- * load of the whole step moved). */
+/* A path measured again (a timed sample).  With ref, the same sender's
+ * fastest other path measured again in the same plan, their ratio decides
+ * whether it is slow (measured more than once: its best), not the step's
+ * median, which the first samples alone give.  With none, the faster of its
+ * samples counts. */
 void fabric_remeasured (struct fabric_pair *pairs, size_t n, const struct fabric_pair *again,
                         const struct fabric_pair *ref);
 

@@ -8,7 +8,8 @@
  *   S: UDP datagrams with DF set to R's port, each "dtfab FN" and padding
  *      to its size; then "ping K\n", R: "pong K\n", FABRIC_PINGS times;
  *   S: "data\n", then bytes for at most the plan's sample_ms or
- *      FABRIC_SAMPLE_BYTES, then it shuts its side down;
+ *      FABRIC_SAMPLE_BYTES (a timed plan: for its sample_ms), then it shuts
+ *      its side down;
  *   R: "got BYTES USECS UDPMAX\n" (what came, from its first byte to its
  *      last; the largest datagram of FN, IP header included) and closes.
  * What a connection costs R before its hello shows the key is bounded: a
@@ -221,8 +222,9 @@ static int serve_read (struct engine *e, size_t i)
                     s->first_us = t;
                 s->last_us = t;
                 s->bytes += n;
-                /* (a sender that does not stop is not ours) */
-                if (s->bytes > 4 * FABRIC_SAMPLE_BYTES)
+                /* (a sender that does not stop is not ours: a sample
+                 * measured again is bounded by its time alone) */
+                if (t - s->first_us > FABRIC_PAIR_MS * 1000L)
                     break;
                 continue;
             }
@@ -297,6 +299,7 @@ struct path {
     size_t llen;
     unsigned ping, probes;
     long rtt_best, sent, sample_ms;
+    bool timed; /* the plan's: the sample runs its whole time */
 };
 
 static void path_end (struct path *p, enum fabric_conn conn)
@@ -552,8 +555,8 @@ static void path_write (struct path *p)
     static const char chunk[CHUNK];
     ssize_t n;
 
-    while (now_us () < p->sample_end_us && p->sent < FABRIC_SAMPLE_BYTES) {
-        size_t want = (size_t) (FABRIC_SAMPLE_BYTES - p->sent);
+    while (now_us () < p->sample_end_us && (p->timed || p->sent < FABRIC_SAMPLE_BYTES)) {
+        size_t want = p->timed ? sizeof (chunk) : (size_t) (FABRIC_SAMPLE_BYTES - p->sent);
         n = send (p->fd, chunk, want < sizeof (chunk) ? want : sizeof (chunk),
                   MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
@@ -660,6 +663,7 @@ static void next_path (struct path *p, const struct fabric_plan *plan, struct fa
                            .fd = -1,
                            .rtt_best = -1,
                            .sample_ms = plan->sample_ms > 0 ? plan->sample_ms : FABRIC_SAMPLE_MS,
+                           .timed = plan->timed,
                            .deadline_ms = now + FABRIC_PAIR_MS};
         (*next)++;
         (void) path_start (p, addr);

@@ -357,35 +357,35 @@ static const struct fabric_pair *reference (const struct lead *l, uint32_t from,
     return best;
 }
 
-/* Each node's plan of the suspects it sent, then its reference path:
- * again[n]. */
+/* Each node's plan: its reference path first, then the suspects it sent:
+ * again[n].  Timed samples, each as long as the others. */
 static void plans_again (struct lead *l, const size_t *idx, size_t k, struct fabric_plan *again)
 {
     bool *suspect = calloc (l->npairs + 1, sizeof (*suspect));
+    size_t *sent = calloc (l->n, sizeof (*sent));
 
     for (size_t i = 0; i < l->n; i++) {
-        again[i] = (struct fabric_plan){
-            .index = (uint32_t) i, .nodes = (uint32_t) l->n, .sample_ms = FABRIC_AGAIN_SAMPLE_MS};
+        again[i] = (struct fabric_plan){.index = (uint32_t) i,
+                                        .nodes = (uint32_t) l->n,
+                                        .sample_ms = FABRIC_AGAIN_SAMPLE_MS,
+                                        .timed = true};
         l->ref_to[i] = -1;
     }
-    for (size_t j = 0; j < k && suspect != NULL; j++)
+    for (size_t j = 0; j < k && suspect != NULL && sent != NULL; j++) {
         suspect[idx[j]] = true;
-    for (size_t j = 0; j < k; j++)
-        add_target (l, &again[l->pairs[idx[j]].from], &l->pairs[idx[j]]);
-    for (size_t i = 0; i < l->n && suspect != NULL; i++) {
+        sent[l->pairs[idx[j]].from]++;
+    }
+    for (size_t i = 0; i < l->n && suspect != NULL && sent != NULL; i++) {
         const struct fabric_pair *ref = reference (l, (uint32_t) i, suspect);
-        if (again[i].ntargets == 0 || again[i].ntargets == FABRIC_ROUNDS_MAX || ref == NULL)
+        if (sent[i] == 0 || sent[i] == FABRIC_ROUNDS_MAX || ref == NULL)
             continue;
         add_target (l, &again[i], ref);
         l->ref_to[i] = ref->to;
-        /* a lone suspect once more after its reference: a pause that hit
-         * one of its samples seldom hits both */
-        if (again[i].ntargets == 2) {
-            again[i].target[2] = again[i].target[0];
-            again[i].ntargets = 3;
-        }
     }
+    for (size_t j = 0; j < k; j++)
+        add_target (l, &again[l->pairs[idx[j]].from], &l->pairs[idx[j]]);
     free (suspect);
+    free (sent);
 }
 
 /* Whether plan's nodes (its sender, its targets) are free in `busy`;
