@@ -1,7 +1,7 @@
 # fabric.bash - a faulty fabric on the test cluster for the doctor's fabric
-# checks: a slow node (tc tbf), a node whose MTU differs, a node whose
-# firewall drops a port range (nftables), a route by another interface;
-# fabric_reset undoes all of them.
+# checks: a slow node (tc tbf), a slow path (tc htb), a node whose MTU
+# differs, a node whose firewall drops a port range (nftables), a route by
+# another interface; fabric_reset undoes all of them.
 # shellcheck shell=bash
 #
 # A node is nodeN as Slurm names it; its network namespace is dt-nodeN, with
@@ -76,6 +76,27 @@ fabric_slow() {
             fabric_tbf "$node" "$others" || return 1
         fi
     done
+}
+
+# fabric_slow_path NODE ADDR RATE_OTHERS RATE_SLOW: what NODE sends to ADDR
+# at RATE_SLOW, the rest at RATE_OTHERS (an htb class that a u32 filter on
+# the destination picks; this kernel has htb, but neither prio nor netem).
+# One slow path between two healthy nodes: a bad cable of a multi-path
+# fabric.  Its host side keeps what fabric_rate gave it.
+fabric_slow_path() {
+    local node=${1:-} addr=${2:-} others=${3:-} rate=${4:-} tc
+    [[ $addr =~ ^[0-9.]+$ && -n $others && -n $rate ]] ||
+        { echo "usage: fabric_slow_path NODE ADDR RATE_OTHERS RATE_SLOW" >&2; return 1; }
+    fabric_check_node "$node" || return 1
+    tc=(timeout "$FABRIC_TIMEOUT" tc -n "dt-$node")
+    if ! { "${tc[@]}" qdisc replace dev eth0 root handle 1: htb default 10 &&
+        "${tc[@]}" class add dev eth0 parent 1: classid 1:10 htb rate "$others" &&
+        "${tc[@]}" class add dev eth0 parent 1: classid 1:20 htb rate "$rate" &&
+        "${tc[@]}" filter add dev eth0 parent 1: protocol ip prio 1 u32 \
+            match ip dst "$addr/32" flowid 1:20; } 2>/dev/null; then
+        echo "fabric: cannot slow $node's path to $addr to $rate (htb, u32)" >&2
+        return 1
+    fi
 }
 
 # fabric_mtu NODE MTU: NODE's eth0 (in its namespace) at MTU; the host side
@@ -169,8 +190,8 @@ fabric_reset() {
 fabric_clean() {
     local node link left=() mtu peer
     for node in $(fabric_nodes); do
-        timeout "$FABRIC_TIMEOUT" tc -n "dt-$node" qdisc show dev eth0 2>/dev/null | grep -q '^qdisc tbf' &&
-            left+=("tbf on $node's eth0")
+        timeout "$FABRIC_TIMEOUT" tc -n "dt-$node" qdisc show dev eth0 2>/dev/null | grep -Eq '^qdisc (tbf|htb)' &&
+            left+=("tbf or htb on $node's eth0")
         timeout "$FABRIC_TIMEOUT" ip netns exec "dt-$node" nft list table inet dtfab >/dev/null 2>&1 &&
             left+=("table dtfab in dt-$node")
         timeout "$FABRIC_TIMEOUT" ip -n "dt-$node" link show dtfab0 >/dev/null 2>&1 &&
