@@ -40,3 +40,18 @@ int dist_interface_of (const struct sockaddr *addr, char *ifname, size_t size)
     freeifaddrs (ifs);
     return rc;
 }
+
+bool dist_unshare_lists_net (const char *list)
+{
+    const char *p = list;
+
+    while (p != NULL && *p != '\0') {
+        size_t len = strcspn (p, ",");
+        if (len == 3 && strncmp (p, "net", 3) == 0)
+            return true;
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    return false;
+}

@@ -15,4 +15,10 @@ bool dist_same_host (const struct sockaddr *a, const struct sockaddr *b);
  * "" when no interface holds it whose name fits. */
 int dist_interface_of (const struct sockaddr *addr, char *ifname, size_t size);
 
+/* True when list, a container runtime's namespaces to unshare as pyxis's
+ * --container-unshare takes them (net,ipc,uts: comma-separated), names the
+ * network's: the tasks then have a namespace of their own, with loopback
+ * alone.  NULL names none. */
+bool dist_unshare_lists_net (const char *list);
+
 #endif /* DIST_NETIF_H */

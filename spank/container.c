@@ -22,12 +22,14 @@
 #include <unistd.h>
 
 #include "dist_train.h"
+#include "libdist/netif.h"
 
 /* What user_init saw, for the tasks. */
 struct container_note {
     char **srun_env; /* the step's environment in user_init (srun's) */
     ino_t stepd_mount_ns; /* slurmstepd's mount namespace, 0 unknown */
     bool asked; /* pyxis's --container-image/-name given */
+    bool own_net; /* and its network namespace of its own (loopback alone) */
 };
 
 /* The inode of this process's mount namespace, 0 when unknown. */
@@ -86,6 +88,29 @@ static bool option_given (spank_t sp, const char *name)
     return spank_option_getopt (sp, &opt, &arg) == ESPANK_SUCCESS;
 }
 
+/* A container plugin's option's value, given to this step; NULL if not. */
+static const char *option_value (spank_t sp, const char *name)
+{
+    struct spank_option opt = {.name = (char *) name, .has_arg = 1};
+    char *arg = NULL;
+
+    return spank_option_getopt (sp, &opt, &arg) == ESPANK_SUCCESS && arg != NULL ? arg : "";
+}
+
+bool dist_train_pyxis_own_net (spank_t sp, const struct pyxis_defaults *env)
+{
+    const char *unshare;
+
+    /* (the variables are pyxis's defaults for options not given) */
+    if (!option_given (sp, "container-image") && !option_given (sp, "container-name")
+        && (env->image == NULL || env->image[0] == '\0')
+        && (env->name == NULL || env->name[0] == '\0'))
+        return false;
+    unshare = option_given (sp, "container-unshare") ? option_value (sp, "container-unshare")
+                                                     : env->unshare;
+    return dist_unshare_lists_net (unshare);
+}
+
 struct container_note *dist_train_container_note (spank_t sp)
 {
     struct container_note *c = calloc (1, sizeof (*c));
@@ -97,7 +122,26 @@ struct container_note *dist_train_container_note (spank_t sp)
     c->stepd_mount_ns = mount_ns ();
     /* pyxis's options (spank_option_getopt finds another plugin's by name) */
     c->asked = option_given (sp, "container-image") || option_given (sp, "container-name");
+    struct pyxis_defaults env = {.image = srun_value (c, "PYXIS_CONTAINER_IMAGE"),
+                                 .name = srun_value (c, "PYXIS_CONTAINER_NAME"),
+                                 .unshare = srun_value (c, "PYXIS_CONTAINER_UNSHARE")};
+    c->own_net = dist_train_pyxis_own_net (sp, &env);
     return c;
+}
+
+void dist_train_own_net_refusal (uint32_t nodes, char *buf, size_t size)
+{
+    snprintf (buf, size,
+              "--container-unshare=net gives each node's container a network namespace of its "
+              "own, with loopback alone, and this step spans %lu nodes: their ranks could never "
+              "reach each other. Drop net from --container-unshare (ipc and uts can stay), or "
+              "run the step on one node (-N1)",
+              (unsigned long) nodes);
+}
+
+bool dist_train_container_own_net (const struct container_note *c)
+{
+    return c != NULL && c->own_net;
 }
 
 int dist_train_setenv (const struct container_note *c, spank_t sp, enum dist_var_id id,

@@ -90,9 +90,12 @@ void dist_train_remote_exit (void);
 /* master.c: rank 0's address, MASTER_PORT and the interface towards rank 0.
  * srun is what srun handed over, NULL when nothing; slurm_rank0 the Slurm rank
  * (SLURM_PROCID) that is RANK 0; step->node_rank still Slurm's index of this node;
- * node_name gets this node's name (for messages). -1 with a message in err. */
+ * node_name gets this node's name (for messages).  own_net: the tasks run in
+ * a network namespace of their own, loopback alone (a one-node step): rank 0
+ * is at 127.0.0.1 by lo, and its port is not checked out here.  -1 with a
+ * message in err. */
 int dist_train_master_choose (spank_t sp, const struct dist_config *cfg,
-                              const struct dist_handover *srun, uint32_t slurm_rank0,
+                              const struct dist_handover *srun, uint32_t slurm_rank0, bool own_net,
                               struct dist_step *step, char *node_name, size_t node_name_size,
                               char *err, size_t errsz);
 
@@ -124,6 +127,20 @@ enum dist_container {
     DIST_CONTAINER_LATER, /* asked for, and entered after this plugin's task_init */
 };
 enum dist_container dist_train_container_state (const struct container_note *c);
+/* pyxis's defaults for the options not given: PYXIS_CONTAINER_IMAGE, _NAME
+ * and _UNSHARE in the step's environment (NULL: unset). */
+struct pyxis_defaults {
+    const char *image, *name, *unshare;
+};
+/* Whether pyxis (0.24 and later) starts the tasks in a container with a
+ * network namespace of its own, which has loopback alone: a container asked
+ * for, and --container-unshare (or its default) naming net.  Works in srun
+ * and in slurmstepd. */
+bool dist_train_pyxis_own_net (spank_t sp, const struct pyxis_defaults *env);
+/* ... as user_init found it */
+bool dist_train_container_own_net (const struct container_note *c);
+/* Why a step of `nodes` nodes in such containers is refused, and what to do. */
+void dist_train_own_net_refusal (uint32_t nodes, char *buf, size_t size);
 
 /* topocache.c: a node's topology, from the first of its sources that has
  * one (the site's file, HWLOC_XMLFILE, the per-boot cache, the live

@@ -208,6 +208,25 @@ static int launcher_tasks_refused (spank_t sp, const struct dist_config *cfg)
     return -1;
 }
 
+/* A container with a network namespace of its own has loopback alone: the
+ * ranks of two nodes could never reach each other.  Refused here, before any
+ * task starts. */
+static int own_net_refused (spank_t sp)
+{
+    struct pyxis_defaults env = {.image = getenv ("PYXIS_CONTAINER_IMAGE"),
+                                 .name = getenv ("PYXIS_CONTAINER_NAME"),
+                                 .unshare = getenv ("PYXIS_CONTAINER_UNSHARE")};
+    char why[DIST_ERR_MAX];
+    uint32_t nodes;
+
+    if (spank_get_item (sp, S_JOB_NNODES, &nodes) != ESPANK_SUCCESS || nodes <= 1
+        || !dist_train_pyxis_own_net (sp, &env))
+        return 0;
+    dist_train_own_net_refusal (nodes, why, sizeof (why));
+    slurm_error ("%s: %s", PLUGIN_NAME, why);
+    return -1;
+}
+
 int dist_train_local_user_init (spank_t sp, const struct dist_config *cfg)
 {
     struct dist_handover h;
@@ -221,7 +240,7 @@ int dist_train_local_user_init (spank_t sp, const struct dist_config *cfg)
         || spank_get_item (sp, S_JOB_STEPID, &h.step_id) != ESPANK_SUCCESS
         || !dist_train_is_training_step (h.step_id))
         return 0;
-    if (launcher_tasks_refused (sp, cfg) < 0)
+    if (launcher_tasks_refused (sp, cfg) < 0 || own_net_refused (sp) < 0)
         return -1;
     /* (without a key the tasks still start; dist-train-doctor says why it cannot run) */
     if (dist_random_hex (h.key, DIST_STEP_KEY_HEX / 2) < 0)

@@ -82,7 +82,7 @@ static int find_rank0_node (spank_t sp, const struct dist_handover *srun, uint32
  * rank 0's node resolved; *rank0 is that node (malloc'ed, NULL for the
  * user's) and *here whether it is this one. */
 static int choose_address (spank_t sp, const struct dist_config *cfg,
-                           const struct dist_handover *srun, uint32_t slurm_rank0,
+                           const struct dist_handover *srun, uint32_t slurm_rank0, bool own_net,
                            const char *first, const char *self, struct dist_step *step,
                            char **rank0, bool *here, char *err, size_t errsz)
 {
@@ -101,6 +101,11 @@ static int choose_address (spank_t sp, const struct dist_config *cfg,
         }
         /* (too long to be an address: the user's value is kept as it is) */
         snprintf (step->master_addr, sizeof (step->master_addr), "%.45s", user_addr);
+        return 0;
+    }
+    if (own_net) {
+        /* the container's own namespace, where this node's address is not */
+        snprintf (step->master_addr, sizeof (step->master_addr), "127.0.0.1");
         return 0;
     }
     if (find_rank0_node (sp, srun, slurm_rank0, first, self, rank0, here, err, errsz) < 0)
@@ -140,7 +145,7 @@ static int choose_port (spank_t sp, const struct dist_config *cfg, const char *r
 }
 
 int dist_train_master_choose (spank_t sp, const struct dist_config *cfg,
-                              const struct dist_handover *srun, uint32_t slurm_rank0,
+                              const struct dist_handover *srun, uint32_t slurm_rank0, bool own_net,
                               struct dist_step *step, char *node_name, size_t node_name_size,
                               char *err, size_t errsz)
 {
@@ -156,10 +161,14 @@ int dist_train_master_choose (spank_t sp, const struct dist_config *cfg,
     snprintf (node_name, node_name_size, "%s", self);
     /* (the step's environment is the user's: the name goes into log lines) */
     dist_printable (node_name);
-    if (choose_address (sp, cfg, srun, slurm_rank0, first, self, step, &rank0, &here, err, errsz)
+    if (choose_address (sp, cfg, srun, slurm_rank0, own_net, first, self, step, &rank0, &here, err,
+                        errsz)
         < 0)
         goto out;
-    if (cfg->ifname[0] != '\0')
+    /* (the site's interface is not in the container's namespace: lo is all there is) */
+    if (own_net)
+        snprintf (step->ifname, sizeof (step->ifname), "lo");
+    else if (cfg->ifname[0] != '\0')
         snprintf (step->ifname, sizeof (step->ifname), "%s", cfg->ifname);
     else
         dist_train_find_ifname (step->master_addr, step->ifname, sizeof (step->ifname));

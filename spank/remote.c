@@ -151,8 +151,15 @@ static int collect_step (struct stepd_node *n, spank_t sp)
 
     if (collect_counts (n, sp) < 0 || plan_order (n, sp) < 0)
         return -1;
+    /* (srun refuses it before launch; an srun without the plugin does not) */
+    if (dist_train_container_own_net (n->container) && step->node_count > 1) {
+        dist_train_own_net_refusal (step->node_count, err, sizeof (err));
+        defer_error (n, err);
+        return -1;
+    }
     if (dist_train_master_choose (sp, n->cfg, n->have_srun ? &n->srun : NULL,
-                                  n->have_order ? n->order.slurm_rank0 : 0, step, n->node_name,
+                                  n->have_order ? n->order.slurm_rank0 : 0,
+                                  dist_train_container_own_net (n->container), step, n->node_name,
                                   sizeof (n->node_name), err, sizeof (err))
         < 0) {
         defer_error (n, err);
@@ -309,13 +316,13 @@ static int plan_node (struct stepd_node *n, spank_t sp)
     read_srun_handover (n, sp);
     if (n->cfg->profile == DIST_PROFILE_LAUNCHER && launcher_check (n, sp) < 0)
         return -1;
-    if (collect_step (n, sp) < 0 || (n->cfg->profile == DIST_PROFILE_TF && build_tf_config (n) < 0))
-        return -1;
     if ((n->container = dist_train_container_note (sp)) == NULL
         || (n->topology = dist_train_topology_new (n->cfg)) == NULL) {
         defer_error (n, "out of memory");
         return -1;
     }
+    if (collect_step (n, sp) < 0 || (n->cfg->profile == DIST_PROFILE_TF && build_tf_config (n) < 0))
+        return -1;
     n->binding = dist_train_bind_plan (sp, n->cfg, n->topology, n->node_name,
                                        n->have_order ? n->order.new_rank : NULL, n->order.nranks);
     n->failfast.armed = n->have_srun && n->srun.fail_fast;

@@ -61,11 +61,29 @@ static void test_interface_of (void **state)
     assert_string_equal (ifname, "");
 }
 
+/* pyxis's --container-unshare list: net among its names, whole names only. */
+static void test_unshare_lists_net (void **state)
+{
+    (void) state;
+    assert_true (dist_unshare_lists_net ("net"));
+    assert_true (dist_unshare_lists_net ("ipc,net"));
+    assert_true (dist_unshare_lists_net ("net,ipc,uts"));
+    assert_true (dist_unshare_lists_net (",net"));
+    assert_false (dist_unshare_lists_net (NULL));
+    assert_false (dist_unshare_lists_net (""));
+    assert_false (dist_unshare_lists_net ("ipc,uts"));
+    assert_false (dist_unshare_lists_net ("network"));
+    assert_false (dist_unshare_lists_net ("ne"));
+    assert_false (dist_unshare_lists_net ("netns,ipc"));
+    assert_false (dist_unshare_lists_net ("ipc,,uts"));
+}
+
 int main (void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test (test_same_host),
         cmocka_unit_test (test_interface_of),
+        cmocka_unit_test (test_unshare_lists_net),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }
