@@ -525,9 +525,12 @@ static int doctor_in_container (const char *doctor, int local_rank)
     if (strchr (doctor, '/') == NULL || access (doctor, X_OK) == 0)
         return 0;
     if (local_rank == 0)
-        slurm_error ("%s: preflight: the container has no %s: install slurm-dist-train in the "
-                     "image, or mount it with --container-mounts=%s:%s (it needs the image's C "
-                     "library to be as new as the node's); or use --dist-train=preflight=off",
+        slurm_error ("%s: preflight: the container has no %s: the admin can have enroot mount "
+                     "the static doctor into every container (the packages' "
+                     "/etc/enroot/mounts.d/90-dist-train-doctor.fstab); or install "
+                     "slurm-dist-train in the image, or mount it with --container-mounts=%s:%s "
+                     "(it needs the image's C library to be as new as the node's); or use "
+                     "--dist-train=preflight=off",
                      PLUGIN_NAME, doctor, doctor, doctor);
     dist_train_wait_forwarded (STDERR_FILENO);
     return -1;

@@ -21,6 +21,9 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#ifdef DOCTOR_STATIC
+#include <openssl/crypto.h>
+#endif
 
 #include "doctor.h"
 #include "auth.h"
@@ -478,6 +481,11 @@ int main (int argc, char **argv)
     bool have_nofile, fabric_word;
     int rc;
 
+#ifdef DOCTOR_STATIC
+    /* the image's openssl.cnf may name modules to load, which a static
+     * program cannot: HMAC-SHA256 needs none */
+    (void) OPENSSL_init_crypto (OPENSSL_INIT_NO_LOAD_CONFIG, NULL);
+#endif
     if (argc > 1 && strcmp (argv[1], "hang-watch") == 0)
         return hang_watch_main (argc - 1, argv + 1);
     if (argc > 1 && strcmp (argv[1], "hang") == 0)

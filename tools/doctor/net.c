@@ -27,6 +27,12 @@ int doctor_sockaddr (const char *addr, const char *port, struct sockaddr_storage
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
     struct addrinfo *list = NULL;
 
+#ifdef DOCTOR_STATIC
+    /* a name would need the C library's NSS modules, which a static program
+     * loads from the image: addresses only (MASTER_ADDR is one unless the user
+     * named a host) */
+    hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
+#endif
     if (getaddrinfo (addr, port, &hints, &list) != 0 || list == NULL)
         return -1;
     memcpy (ss, list->ai_addr, list->ai_addrlen);
