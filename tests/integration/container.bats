@@ -67,8 +67,11 @@ setup_file() {
     user_file_setup "$TEST_USER"
     build_container_tools "$(thirdparty_dir)" "$USER_DIR/tools"
     configure_enroot "$USER_DIR/tools"
+    enroot_net_namespace "$USER_DIR/tools"
     install -m 644 "$PLUGIN_SO" "$USER_DIR/dist_train.so"
     install -m 755 "$TOP/tools/dist-train-doctor" "$USER_DIR/dist-train-doctor"
+    [[ ! -x $TOP/tools/dist-train-doctor-static ]] ||
+        install -m 755 "$TOP/tools/dist-train-doctor-static" "$USER_DIR/dist-train-doctor-static"
     install -m 644 "$GPU_XML" "$USER_DIR/topology.xml"
     install -d -m 755 "$USER_DIR/prog"
     install -m 644 "$TOP/tests/integration/helpers/ddp_env.py" \
@@ -105,6 +108,15 @@ setup() {
 
 teardown() {
     [[ -z ${USER_DIR:-} ]] || write_plugstack
+    [[ -z ${USER_DIR:-} ]] || rm -f "$USER_DIR"/tools/enroot/etc/enroot/mounts.d/90-dist-train-doctor.fstab
+}
+
+# enroot_doctor_mount DOCTOR: enroot mounts DOCTOR into every container at the
+# doctor= path, as the packages' /etc/enroot/mounts.d file does.
+enroot_doctor_mount() {
+    mkdir -p "$USER_DIR/tools/enroot/etc/enroot/mounts.d"
+    sed -e "s|@pkglibexecdir@/dist-train-doctor-static|$1|" -e "s|@bindir@/dist-train-doctor|$USER_DIR/dist-train-doctor|" \
+        "$TOP/etc/enroot-dist-train.fstab.in" >"$USER_DIR/tools/enroot/etc/enroot/mounts.d/90-dist-train-doctor.fstab"
 }
 
 # run_in_container SRUN_ARGS... -- CMD...: as the user, srun in the image with
@@ -181,6 +193,55 @@ run_in_container() {
     expect_eq "${lines[1]}" CPUS 0
 }
 
+# pyxis 0.24 and later: --container-unshare=net,ipc,uts
+unshare_supported() {
+    as_user srun --help 2>&1 | grep -q -- '--container-unshare'
+}
+
+@test "container: --container-unshare=net on 2 nodes: srun refuses it before launch, and says why" {
+    unshare_supported || skip "$PYXIS_ARCHIVE has no --container-unshare (pyxis 0.24 and later)"
+    local args=(-N2 -n2 --container-image="$IMAGE" --container-name="$CONTAINER_NAME")
+    local why="dist-train: --container-unshare=net gives each node's container a network namespace of its own, with loopback alone, and this step spans 2 nodes: their ranks could never reach each other. Drop net from --container-unshare (ipc and uts can stay), or run the step on one node (-N1)"
+    # without the plugin the step starts, and pyxis says what it can (with
+    # enroot 4.1.2, which has no network namespace for an ordinary user)
+    run as_user timeout 240 srun "${args[@]}" --container-unshare=net true
+    echo "$output"
+    [[ $output == *"pyxis:"* ]]
+    run as_user timeout 240 srun --dist-train "${args[@]}" --container-unshare=ipc,net true
+    echo "$output"
+    [ "$status" -ne 0 ]
+    [[ $output == *"$why"* ]]
+    [[ $output != *"pyxis:"* ]] # (refused in srun: no node started a container)
+    # pyxis's default for the option, from srun's environment
+    run as_user env PYXIS_CONTAINER_UNSHARE=net timeout 240 srun --dist-train "${args[@]}" true
+    echo "$output"
+    [ "$status" -ne 0 ]
+    [[ $output == *"$why"* ]]
+    # ipc alone leaves the network as it is: the plugin lets the step go on
+    # (to pyxis, which enroot 4.1.2 gives no IPC namespace either)
+    run as_user timeout 240 srun --dist-train "${args[@]}" --container-unshare=ipc true
+    echo "$output"
+    [[ $output != *"dist-train: --container-unshare"* && $output == *"pyxis:"* ]]
+}
+
+# As root, with ENROOT_ALLOW_SUPERUSER (no user namespace: pyxis joins the
+# container's network namespace as root): enroot 4.1.2 gives it a network
+# namespace of its own only through enroot_net_namespace (helpers/containers.bash).
+@test "container: --container-unshare=net on one node: MASTER_ADDR 127.0.0.1 by lo, DDP runs" {
+    unshare_supported || skip "$PYXIS_ARCHIVE has no --container-unshare (pyxis 0.24 and later)"
+    ENROOT_ALLOW_SUPERUSER=y run timeout 240 srun --dist-train -N1 -n2 --container-image="$IMAGE" --container-unshare=net \
+        --container-mounts="$USER_DIR/prog:/dt-test" bash -c \
+        'echo "NET RANK=$RANK IF=$NCCL_SOCKET_IFNAME GLOO=$GLOO_SOCKET_IFNAME LINKS=$(tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " " | paste -sd,)"; exec python3 /dt-test/ddp_env.py'
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ $(grep -c '^NET RANK=[01] IF=lo GLOO=lo LINKS=lo$' <<<"$output") -eq 2 ]]
+    mapfile -t lines < <(grep '^RANK=' <<<"$output" | sort -t= -k2 -n)
+    [ "${#lines[@]}" -eq 2 ]
+    expect_eq "${lines[0]}" MASTER_ADDR 127.0.0.1
+    expect_eq "${lines[1]}" MASTER_ADDR 127.0.0.1
+    expect_eq "${lines[1]}" SUM 3
+}
+
 @test "container: loaded before pyxis, dist-train refuses a container step and says what to change" {
     write_plugstack dist-train.conf
     run_in_container --dist-train -N2 -n2 -- python3 /dt-test/ddp_env.py
@@ -207,6 +268,35 @@ run_in_container() {
     [ "$status" -eq 0 ]
     [[ $output == *"dist-train-doctor: ok: all 2 ranks on 2 nodes checked in, nothing wrong"* ]]
     [[ $(grep -c '^RANK=[01] .* SUM=3 ' <<<"$output") -eq 2 ]]
+}
+
+# The doctor of a newer Debian than the image's needs a newer C library
+# (GLIBC_2.38 and later); the static one, which the packages have enroot mount
+# into every container, runs in any image.
+@test "container: preflight in an image older than the node's, the doctor from enroot's mounts.d" {
+    (($(release_number) >= 2311)) || skip "this Slurm lacks spank_prepend_task_argv (23.11 and later)"
+    local old
+    old=$("$TOP/scripts/container-image" path bookworm) ||
+        { echo "no bookworm image (an older one than this node's): scripts/container-image ensure bookworm"; return 1; }
+    [[ -x $USER_DIR/dist-train-doctor-static ]] ||
+        { echo "no tools/dist-train-doctor-static: configure could not link it statically (libc6-dev, libssl-dev)"; return 1; }
+    ln "$old" "$USER_DIR/old.sqsh" 2>/dev/null || cp "$old" "$USER_DIR/old.sqsh"
+    chmod 644 "$USER_DIR/old.sqsh"
+    local step=(timeout 240 srun --dist-train=preflight -N2 -n2 --container-image="$USER_DIR/old.sqsh"
+        bash -c 'echo "RANK=$RANK $(sed -n "s/^VERSION_CODENAME=//p" /etc/os-release)"')
+    # the node's own doctor there: its C library is too old
+    enroot_doctor_mount "$USER_DIR/dist-train-doctor"
+    run as_user "${step[@]}"
+    echo "$output"
+    [ "$status" -ne 0 ]
+    [[ $output == *"GLIBC_"*"not found"* ]]
+    # the static one, with no --container-mounts
+    enroot_doctor_mount "$USER_DIR/dist-train-doctor-static"
+    run as_user "${step[@]}"
+    echo "$output"
+    [ "$status" -eq 0 ]
+    [[ $output == *"dist-train-doctor: ok: all 2 ranks on 2 nodes checked in, nothing wrong"* ]]
+    [[ $(grep -c '^RANK=[01] bookworm$' <<<"$output") -eq 2 ]]
 }
 
 @test "container: a host directory mounted over /run/slurm-dist-train stays as it was; the host's cache is written" {
