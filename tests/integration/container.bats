@@ -279,7 +279,7 @@ unshare_supported() {
     old=$("$TOP/scripts/container-image" path bookworm) ||
         { echo "no bookworm image (an older one than this node's): scripts/container-image ensure bookworm"; return 1; }
     [[ -x $USER_DIR/dist-train-doctor-static ]] ||
-        { echo "no tools/dist-train-doctor-static: configure could not link it statically (libc6-dev, libssl-dev)"; return 1; }
+        { echo "no tools/dist-train-doctor-static: configure could not link it statically (libc6-dev, libssl-dev; on Debian 13 libzstd-dev)"; return 1; }
     ln "$old" "$USER_DIR/old.sqsh" 2>/dev/null || cp "$old" "$USER_DIR/old.sqsh"
     chmod 644 "$USER_DIR/old.sqsh"
     local step=(timeout 240 srun --dist-train=preflight -N2 -n2 --container-image="$USER_DIR/old.sqsh"

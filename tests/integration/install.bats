@@ -88,8 +88,17 @@ setup() {
         grep -q "slurm-wlm-basic-plugins (>= $release), slurm-wlm-basic-plugins (<< $(next_release "$release"))"
     plugin=$(dpkg -L slurm-dist-train | grep '/dist_train\.so$')
     [[ -f $plugin && $(grep -c "^required $plugin\$" "$SNIPPET") -eq 1 ]]
-    # nothing in /etc: the admin's link is what enables it
-    [[ -z $(dpkg -L slurm-dist-train | grep '^/etc/') ]]
+    # nothing in /etc but enroot's mount of the static doctor: the admin's link
+    # is what enables the plugin
+    local fstab=/etc/enroot/mounts.d/90-dist-train-doctor.fstab f etc=()
+    for f in $(dpkg -L slurm-dist-train | grep '^/etc/'); do
+        [[ ! -f $f ]] || etc+=("$f")
+    done
+    [[ ${etc[*]} == "$fstab" ]]
+    [[ $(grep -v '^#' "$fstab") == "/usr/libexec/slurm-dist-train/dist-train-doctor-static /usr/bin/dist-train-doctor none "* ]]
+    # (static: ldd finds no libraries to load; and it runs)
+    if ldd /usr/libexec/slurm-dist-train/dist-train-doctor-static >/dev/null 2>&1; then return 1; fi
+    [[ $(/usr/libexec/slurm-dist-train/dist-train-doctor-static --help) == "usage: dist-train-doctor"* ]]
     for page in dist-train.8 dist-train-plan.1 dist-train-restart.1 dist-train-doctor.1; do
         dpkg -L slurm-dist-train | grep -q "/man/man[18]/$page\.gz$"
     done
