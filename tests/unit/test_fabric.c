@@ -446,6 +446,11 @@ struct two {
     struct fabric_node nodes[2];
     int tfd[2], ufd[2];
     long mtu;
+    /* node 0, here: its end, its plan and its results; node 1's child */
+    struct fabric_end end;
+    struct fabric_plan plan;
+    struct fabric_pair out[FABRIC_ROUNDS_MAX];
+    pid_t pid;
 };
 
 static void two_setup (struct two *t)
@@ -464,17 +469,6 @@ static void two_setup (struct two *t)
         t->nodes[i].mtu = t->mtu;
         assert_int_equal (fabric_listen ("127.0.0.1", t->nodes[i].port, &t->tfd[i], &t->ufd[i]), 0);
     }
-}
-
-/* Node 0's end of the two, with their key. */
-static struct fabric_end two_end (const struct two *t)
-{
-    return (struct fabric_end){.key = &t->key,
-                               .addr = "127.0.0.1",
-                               .mtu = t->mtu,
-                               .tfd = t->tfd[0],
-                               .ufd = t->ufd[0],
-                               .stop_fd = -1};
 }
 
 /* Node 1 in a child, with key; its results come back on the pipe. */
@@ -501,46 +495,42 @@ static pid_t two_child (struct two *t, const struct doctor_key *key, int wfd, lo
     _exit (wfd < 0 || (len > 0 && write (wfd, buf, (size_t) len) == len) ? 0 : 1);
 }
 
-/* The two, node 1 in a child with key (its results dropped) for ms, and
- * node 0's plan. */
-static pid_t two_start (struct two *t, const struct doctor_key *key, long ms,
-                        struct fabric_plan *plan)
+/* The two: node 1 in a child for ms, with the other key when foreign (its
+ * results on wfd, or dropped for -1), node 0's end with the two's key and its
+ * plan here. */
+static void two_start (struct two *t, bool foreign, int wfd, long ms)
 {
-    pid_t pid;
-
     two_setup (t);
-    pid = two_child (t, key, -1, ms);
+    t->pid = two_child (t, foreign ? &t->other : &t->key, wfd, ms);
     close (t->tfd[1]);
     close (t->ufd[1]);
-    fabric_plan_make (t->nodes, 2, 0, plan);
-    return pid;
+    t->end = (struct fabric_end){.key = &t->key,
+                                 .addr = "127.0.0.1",
+                                 .mtu = t->mtu,
+                                 .tfd = t->tfd[0],
+                                 .ufd = t->ufd[0],
+                                 .stop_fd = -1};
+    fabric_plan_make (t->nodes, 2, 0, &t->plan);
 }
 
 static void test_sockets (void **state)
 {
     struct two t;
-    struct fabric_plan plan;
-    struct fabric_pair out[FABRIC_ROUNDS_MAX], child_out[FABRIC_ROUNDS_MAX];
+    struct fabric_pair child_out[FABRIC_ROUNDS_MAX];
     char buf[2048];
     int pipefd[2], status, len;
     size_t n;
-    pid_t pid;
     (void) state;
 
-    two_setup (&t);
-    struct fabric_end end = two_end (&t);
     assert_int_equal (pipe (pipefd), 0);
-    pid = two_child (&t, &t.key, pipefd[1], 8000);
+    two_start (&t, false, pipefd[1], 8000);
     close (pipefd[1]);
-    close (t.tfd[1]);
-    close (t.ufd[1]);
-    fabric_plan_make (t.nodes, 2, 0, &plan);
-    assert_int_equal (plan.ntargets, 1);
-    assert_int_equal (plan.expect, 1);
-    fabric_run (&end, &plan, doctor_now_ms () + 8000, out);
+    assert_int_equal (t.plan.ntargets, 1);
+    assert_int_equal (t.plan.expect, 1);
+    fabric_run (&t.end, &t.plan, doctor_now_ms () + 8000, t.out);
     close (t.tfd[0]);
     close (t.ufd[0]);
-    assert_int_equal (waitpid (pid, &status, 0), pid);
+    assert_int_equal (waitpid (t.pid, &status, 0), t.pid);
     assert_true (WIFEXITED (status) && WEXITSTATUS (status) == 0);
     len = (int) read (pipefd[0], buf, sizeof (buf));
     close (pipefd[0]);
@@ -548,7 +538,7 @@ static void test_sockets (void **state)
     assert_int_equal (fabric_result_decode (buf, (size_t) len, 1, 2, child_out, 4, &n), 0);
     assert_int_equal (n, 1);
     for (int i = 0; i < 2; i++) {
-        struct fabric_pair *p = i == 0 ? &out[0] : &child_out[0];
+        struct fabric_pair *p = i == 0 ? &t.out[0] : &child_out[0];
         assert_int_equal (p->conn, FABRIC_OK);
         assert_true (p->rtt_us >= 0 && p->connect_us >= 0);
         assert_true (p->bytes > 0 && p->bytes <= FABRIC_SAMPLE_BYTES);
@@ -566,46 +556,38 @@ static void test_sockets (void **state)
 static void test_sockets_timed (void **state)
 {
     struct two t;
-    struct fabric_plan plan;
-    struct fabric_pair out[FABRIC_ROUNDS_MAX];
     int status;
-    pid_t pid;
     (void) state;
 
-    pid = two_start (&t, &t.key, 8000, &plan);
-    struct fabric_end end = two_end (&t);
-    plan.sample_ms = FABRIC_SAMPLE_MS;
-    plan.timed = true;
-    fabric_run (&end, &plan, doctor_now_ms () + 8000, out);
+    two_start (&t, false, -1, 8000);
+    t.plan.sample_ms = FABRIC_SAMPLE_MS;
+    t.plan.timed = true;
+    fabric_run (&t.end, &t.plan, doctor_now_ms () + 8000, t.out);
     close (t.tfd[0]);
     close (t.ufd[0]);
-    assert_int_equal (waitpid (pid, &status, 0), pid);
-    assert_int_equal (out[0].conn, FABRIC_OK);
-    assert_true (out[0].bytes > FABRIC_SAMPLE_BYTES
-                 || out[0].usecs >= FABRIC_SAMPLE_MS * 1000L / 2);
-    assert_true (out[0].usecs < FABRIC_PAIR_MS * 1000L);
+    assert_int_equal (waitpid (t.pid, &status, 0), t.pid);
+    assert_int_equal (t.out[0].conn, FABRIC_OK);
+    assert_true (t.out[0].bytes > FABRIC_SAMPLE_BYTES
+                 || t.out[0].usecs >= FABRIC_SAMPLE_MS * 1000L / 2);
+    assert_true (t.out[0].usecs < FABRIC_PAIR_MS * 1000L);
 }
 
 /* A listener with another key: found, not trusted; nothing there: refused. */
 static void test_sockets_foreign (void **state)
 {
     struct two t;
-    struct fabric_plan plan;
-    struct fabric_pair out[FABRIC_ROUNDS_MAX];
     int status;
-    pid_t pid;
     (void) state;
 
-    pid = two_start (&t, &t.other, 4000, &plan);
-    struct fabric_end end = two_end (&t);
-    plan.expect = 0;
-    fabric_run (&end, &plan, doctor_now_ms () + 4000, out);
-    assert_int_equal (out[0].conn, FABRIC_FOREIGN);
-    kill (pid, SIGKILL);
-    waitpid (pid, &status, 0);
+    two_start (&t, true, -1, 4000);
+    t.plan.expect = 0;
+    fabric_run (&t.end, &t.plan, doctor_now_ms () + 4000, t.out);
+    assert_int_equal (t.out[0].conn, FABRIC_FOREIGN);
+    kill (t.pid, SIGKILL);
+    waitpid (t.pid, &status, 0);
     /* node 1's port is closed now */
-    fabric_run (&end, &plan, doctor_now_ms () + 4000, out);
-    assert_int_equal (out[0].conn, FABRIC_REFUSED);
+    fabric_run (&t.end, &t.plan, doctor_now_ms () + 4000, t.out);
+    assert_int_equal (t.out[0].conn, FABRIC_REFUSED);
     close (t.tfd[0]);
     close (t.ufd[0]);
 }
