@@ -130,4 +130,9 @@ bool doctor_result_ok (const struct doctor_result *res);
 void doctor_report_text (FILE *f, const struct doctor_result *res, double timeout_s);
 void doctor_report_json (FILE *f, const struct doctor_result *res, double timeout_s);
 
+/* linked.c: true in dist-train-doctor-static, which runs in any container
+ * image: it loads no library (the image's are not its C library's) and takes
+ * addresses, not names (names would need the image's NSS modules). */
+extern const bool doctor_linked_static;
+
 #endif /* DOCTOR_H */

@@ -20,10 +20,8 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <unistd.h>
-#ifdef DOCTOR_STATIC
 #include <openssl/crypto.h>
-#endif
+#include <unistd.h>
 
 #include "doctor.h"
 #include "auth.h"
@@ -471,6 +469,15 @@ static int load_key (struct doctor_key *key)
     return 0;
 }
 
+/* The image's openssl.cnf may name modules to load, which the static build
+ * cannot: HMAC-SHA256 needs none.  (The dynamic one reads the node's, as a
+ * site's FIPS configuration wants.) */
+static void crypto_setup (void)
+{
+    if (doctor_linked_static)
+        (void) OPENSSL_init_crypto (OPENSSL_INIT_NO_LOAD_CONFIG, NULL);
+}
+
 int main (int argc, char **argv)
 {
     struct options o;
@@ -481,11 +488,7 @@ int main (int argc, char **argv)
     bool have_nofile, fabric_word;
     int rc;
 
-#ifdef DOCTOR_STATIC
-    /* the image's openssl.cnf may name modules to load, which a static
-     * program cannot: HMAC-SHA256 needs none */
-    (void) OPENSSL_init_crypto (OPENSSL_INIT_NO_LOAD_CONFIG, NULL);
-#endif
+    crypto_setup ();
     if (argc > 1 && strcmp (argv[1], "hang-watch") == 0)
         return hang_watch_main (argc - 1, argv + 1);
     if (argc > 1 && strcmp (argv[1], "hang") == 0)

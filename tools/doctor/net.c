@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "doctor.h"
 #include "net.h"
 
 long doctor_now_ms (void)
@@ -27,12 +28,9 @@ int doctor_sockaddr (const char *addr, const char *port, struct sockaddr_storage
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
     struct addrinfo *list = NULL;
 
-#ifdef DOCTOR_STATIC
-    /* a name would need the C library's NSS modules, which a static program
-     * loads from the image: addresses only (MASTER_ADDR is one unless the user
-     * named a host) */
-    hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
-#endif
+    /* (MASTER_ADDR is an address unless the user named a host) */
+    if (doctor_linked_static)
+        hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
     if (getaddrinfo (addr, port, &hints, &list) != 0 || list == NULL)
         return -1;
     memcpy (ss, list->ai_addr, list->ai_addrlen);

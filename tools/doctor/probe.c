@@ -78,12 +78,10 @@ static void pmix_version_of (const char *path, char *version, size_t vsize, char
     void *h;
 
     version[0] = '\0';
-#ifdef DOCTOR_STATIC
-    /* (a static program cannot load a library built for the shared C library) */
-    (void) get, (void) v, (void) why, (void) h, (void) path, (void) vsize;
-    snprintf (err, esize, "not probed: this doctor is linked statically, for containers");
-    return;
-#else
+    if (doctor_linked_static) {
+        snprintf (err, esize, "not probed: this doctor is linked statically, for containers");
+        return;
+    }
     if ((h = dlopen (path, RTLD_LAZY | RTLD_LOCAL)) == NULL) {
         why = dlerror ();
         why = why != NULL ? why : "dlopen failed";
@@ -97,7 +95,6 @@ static void pmix_version_of (const char *path, char *version, size_t vsize, char
     if (get != NULL && doctor_version_parse (get (), &v) == 0)
         snprintf (version, vsize, "%d.%d.%d", v.major, v.minor, v.micro);
     dlclose (h);
-#endif
 }
 
 /* Where mpi/pmix dlopens its library: the directory and name Slurm's build
