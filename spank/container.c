@@ -79,36 +79,33 @@ static const char *srun_value (const struct container_note *c, const char *name)
     return NULL;
 }
 
-/* A container plugin's option, given to this step. */
-static bool option_given (spank_t sp, const char *name)
-{
-    struct spank_option opt = {.name = (char *) name, .has_arg = 1};
-    char *arg = NULL;
-
-    return spank_option_getopt (sp, &opt, &arg) == ESPANK_SUCCESS;
-}
-
-/* A container plugin's option's value, given to this step; NULL if not. */
+/* A container plugin's option's value, given to this step ("" for none);
+ * NULL if not given. */
 static const char *option_value (spank_t sp, const char *name)
 {
     struct spank_option opt = {.name = (char *) name, .has_arg = 1};
     char *arg = NULL;
 
-    return spank_option_getopt (sp, &opt, &arg) == ESPANK_SUCCESS && arg != NULL ? arg : "";
+    if (spank_option_getopt (sp, &opt, &arg) != ESPANK_SUCCESS)
+        return NULL;
+    return arg != NULL ? arg : "";
+}
+
+static bool option_given (spank_t sp, const char *name)
+{
+    return option_value (sp, name) != NULL;
 }
 
 bool dist_train_pyxis_own_net (spank_t sp, const struct pyxis_defaults *env)
 {
-    const char *unshare;
+    const char *unshare = option_value (sp, "container-unshare");
 
     /* (the variables are pyxis's defaults for options not given) */
     if (!option_given (sp, "container-image") && !option_given (sp, "container-name")
         && (env->image == NULL || env->image[0] == '\0')
         && (env->name == NULL || env->name[0] == '\0'))
         return false;
-    unshare = option_given (sp, "container-unshare") ? option_value (sp, "container-unshare")
-                                                     : env->unshare;
-    return dist_unshare_lists_net (unshare);
+    return dist_unshare_lists_net (unshare != NULL ? unshare : env->unshare);
 }
 
 struct container_note *dist_train_container_note (spank_t sp)
