@@ -275,6 +275,10 @@ unshare_supported() {
 # into every container, runs in any image.
 @test "container: preflight in an image older than the node's, the doctor from enroot's mounts.d" {
     (($(release_number) >= 2311)) || skip "this Slurm lacks spank_prepend_task_argv (23.11 and later)"
+    # (the mount is enroot's, the same under every pyxis; the four containers of
+    # this old image are the dearest of the file's, so they are made in one pass)
+    [[ ${PYXIS_ARCHIVE:-} != pyxis-0.24.0.tar.gz ]] ||
+        skip "enroot's mounts.d is the same under every pyxis: run with pyxis 0.9.1's pass"
     local old
     old=$("$TOP/scripts/container-image" path bookworm) ||
         { echo "no bookworm image (an older one than this node's): scripts/container-image ensure bookworm"; return 1; }

@@ -193,6 +193,8 @@ churned_preflights() {
     for ((j = 0; j < procs; j++)); do
         wait_line "$OUT/churn$j" 'churn: started'
     done
+    # (each waits for this, so that none takes the CPU from another's start)
+    kill -USR1 "${churners[@]}"
     echo "# $procs stranger(s) churning"
     preflights 2 8
     preflights 16 8

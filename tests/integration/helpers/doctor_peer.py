@@ -7,7 +7,8 @@
     doctor_peer.py churn PORT KEEP SECONDS  for SECONDS (or until killed), connect to
                                             PORT again and again, keeping the newest KEEP
                                             connections open; prints "churn: started",
-                                            and at the end how many it made
+                                            waits for SIGUSR1, and at the end prints
+                                            how many it made
     doctor_peer.py idle PORT N SECONDS [READY]
                                             N connections that send nothing; prints
                                             how many rank 0 closed, and after how long;
@@ -139,8 +140,14 @@ def churn(port, keep, seconds):
     held = collections.deque()
     made = 0
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    # The strangers churn together, once all have started: a stranger who
+    # started churning at the lowest priority would take the CPU from the
+    # next one's start, which then took minutes on a loaded machine.
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
     # (to stdout, which the test opened: this user may write nowhere else)
     print("churn: started", flush=True)
+    signal.sigwait({signal.SIGUSR1})
+    end = time.monotonic() + seconds
     try:
         while time.monotonic() < end:
             s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
