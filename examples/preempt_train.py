@@ -54,7 +54,8 @@ def train(args):
     # ends this rank (its default action).  So "starting" tells whoever
     # waits for it that the signal may come.
     dtshim.init()
-    print(f"rank {rank} of {world}: restart {restart}, starting at step {start}", flush=True)
+    print(f"rank {rank} of {world}: restart {restart}, starting at step {start}"
+          f" (the shim over {dtshim.backend()})", flush=True)
 
     gen = torch.Generator().manual_seed(1000 * (restart + 1) + rank)
     step = start

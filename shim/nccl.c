@@ -1,6 +1,6 @@
 /* nccl.c - the step's NCCL communicator, bootstrapped over PMIx instead of a TCP store.
- * Compiled and linked where configure found CUDA and NCCL; without them only the stubs at
- * the end are built. As of this writing it has been compiled and linked but never run on a
+ * Compiled where configure found CUDA's and NCCL's headers; without them only the stubs at
+ * the end are built. Both libraries are opened at the first communicator (dynload.c). As of this writing it has been compiled and linked but never run on a
  * GPU: the id exchanges under it (dtshim_share_unique_id, dtshim_share_unique_ids) are what
  * the tests exercise. */
 #include "shim/dtshim.h"
@@ -22,6 +22,18 @@ static double now_s (void)
 
     clock_gettime (CLOCK_MONOTONIC, &ts);
     return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+/* Opened at the first communicator, not when libdtshim loads: a program that makes none
+ * needs neither library. */
+static int open_libraries (void)
+{
+    int rv = shim_lib_require (SHIM_LIB_CUDART, DTSHIM_ERR_CUDA,
+                               "run it where the CUDA runtime is, or mount the node's");
+
+    if (rv != DTSHIM_OK)
+        return rv;
+    return shim_lib_require (SHIM_LIB_NCCL, DTSHIM_ERR_NCCL, "install NCCL, or mount the node's");
 }
 
 static int select_device (int device)
@@ -95,7 +107,7 @@ int dtshim_nccl_comm_init (struct ncclComm **comm, int device)
         return DTSHIM_ERR_INVALID;
     if (!shim_world.initialized)
         return DTSHIM_ERR_NOT_INITIALIZED;
-    if ((rv = select_device (device)) != DTSHIM_OK)
+    if ((rv = open_libraries ()) != DTSHIM_OK || (rv = select_device (device)) != DTSHIM_OK)
         return rv;
 #if NCCL_VERSION_CODE >= 22300
     count = root_count ();

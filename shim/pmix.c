@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "libdist/io.h"
 #include "libdist/slurmconf.h"
@@ -133,12 +134,50 @@ int shim_pmix_disconnect (void)
     return DTSHIM_OK;
 }
 
+/* Inside a container: the step's server directory (PMIX_SERVER_TMPDIR, under slurmd's spool)
+ * is not there unless the container mounts it, as enroot's 50-slurm-pmi.sh hook does. The
+ * client's shared-memory stores (PMIx 5's gds/shmem2, 4's dstore) live there and fail to
+ * attach, and the client then has no facts; the hash store asks the server over the
+ * connection instead. A choice of the user's (PMIX_MCA_gds) stands. */
+static void store_without_server_dir (void)
+{
+    const char *dir = getenv ("PMIX_SERVER_TMPDIR");
+
+    if (dir != NULL && getenv ("PMIX_MCA_gds") == NULL && access (dir, X_OK) != 0)
+        setenv ("PMIX_MCA_gds", "hash", 0);
+}
+
+/* Slurm's server checks the uid a client reports (PMIX_SECURITY_MODE=native): in a container
+ * that maps the job's user to root (pyxis's --container-remap-root, its default in some
+ * releases) it closes the connection, and PMIx_Init says only PMIX_ERR_UNREACH. */
+static int check_remapped_root (void)
+{
+    const char *job_uid = getenv ("SLURM_JOB_UID");
+
+    if (job_uid == NULL || getuid () != 0 || strcmp (job_uid, "0") == 0
+        || strspn (job_uid, "0123456789") != strlen (job_uid) || strlen (job_uid) > 10)
+        return DTSHIM_OK;
+    return shim_fail (DTSHIM_ERR_PMIX,
+                      "this task runs as root in a container that maps the job's user (uid %s) "
+                      "to root, and Slurm's PMIx server refuses a client whose uid is not the "
+                      "job's: run the step with --no-container-remap-root, or over srun "
+                      "--mpi=pmi2",
+                      job_uid);
+}
+
 int shim_pmix_connect (void)
 {
     char where[4200];
     pmix_status_t rc;
     int rv;
 
+    /* (srun --mpi=pmix started a server; an image without libpmix can still use PMI-2) */
+    rv = shim_lib_require (SHIM_LIB_PMIX, DTSHIM_ERR_PMIX,
+                           "install libpmix2 in the image, or mount the node's, or run the "
+                           "step with srun --mpi=pmi2, which needs no library");
+    if (rv != DTSHIM_OK || (rv = check_remapped_root ()) != DTSHIM_OK)
+        return rv;
+    store_without_server_dir ();
     rc = PMIx_Init (&shim_world.self, NULL, 0);
     if (rc != PMIX_SUCCESS)
         return shim_fail (DTSHIM_ERR_PMIX, "PMIx_Init failed: %s", PMIx_Error_string (rc));

@@ -53,6 +53,14 @@ void shim_begin_deadline (void);
  * DTSHIM_ERR_TIMEOUT. */
 int shim_timed_out (uint64_t seq, const char *what);
 
+/* The libraries libdtshim calls but does not link (dynload.c), each opened at its first
+ * use, from where configure found it, then from the loader's path. */
+enum shim_lib { SHIM_LIB_PMIX, SHIM_LIB_NCCL, SHIM_LIB_CUDART, SHIM_LIB_COUNT };
+/* NAME in LIB, or NULL when LIB cannot be loaded or lacks it. */
+void *shim_sym (enum shim_lib lib, const char *name);
+/* DTSHIM_OK when LIB loads; else records why, and FIX (what to do), and returns status. */
+int shim_lib_require (enum shim_lib lib, int status, const char *fix);
+
 /* The progress watchdog (watchdog.c), from DIST_TRAIN_WATCHDOG. */
 int shim_watchdog_start (void);
 void shim_watchdog_stop (void);

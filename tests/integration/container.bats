@@ -77,6 +77,10 @@ setup_file() {
     install -m 644 "$TOP/tests/integration/helpers/ddp_env.py" \
         "$TOP/tests/integration/helpers/torch_store.py" "$USER_DIR/prog/"
     install -d -m 1777 "$USER_DIR/meet"
+    # the shim as a user brings it into a container: the library and the module
+    install -d -m 755 "$USER_DIR/shim"
+    install -m 644 "$TOP/shim/.libs/libdtshim.so.0" "$USER_DIR/shim/libdtshim.so.0"
+    install -m 644 "$TOP/python/dtshim.py" "$TOP/examples/preempt_train.py" "$USER_DIR/shim/"
     # The image where the user can read it, whatever the cache's mode (a
     # link where the file system allows, else a copy).
     local image
@@ -327,6 +331,77 @@ unshare_supported() {
     [[ -z $(find "$data" -xdev -uid 0 -print -quit) ]]
 }
 
+# preempt_in_container MPI [SRUN_ARGS...]: the preemption example in the image
+# on 2 nodes, with the shim mounted and nothing else, over srun --mpi=MPI;
+# scancel --signal=USR2 once both ranks train.  Its output in $output, srun's
+# status in $status.
+preempt_in_container() {
+    local mpi=$1 run=$USER_DIR/meet/preempt.$1 out=$BATS_TEST_TMPDIR/out pid job i
+    shift
+    rm -rf "$run" && install -d -m 1777 "$run"
+    as_user env DTSHIM_LIBRARY=/dt-shim/libdtshim.so.0 PYTHONPATH=/dt-shim DTSHIM_TIMEOUT=120 \
+        timeout 240 srun --mpi="$mpi" --dist-train -N2 -n2 "$@" --container-image="$IMAGE" \
+        --container-name="$CONTAINER_NAME" --container-mounts="$USER_DIR/shim:/dt-shim,$run:/dt-run" \
+        python3 /dt-shim/preempt_train.py --dir /dt-run >"$out" 2>&1 &
+    pid=$!
+    # (two PyTorch starts: most of a minute on a busy machine)
+    for ((i = 0; i < 1200; i++)); do
+        [[ $(grep -c 'starting at step 0' "$out") -eq 2 ]] && break
+        grep -q 'Traceback' "$out" && break
+        sleep 0.1
+    done
+    job=$(squeue -h -u "$TEST_USER" -o %i | head -n 1)
+    if [[ -n $job && $(grep -c 'starting at step 0' "$out") -eq 2 ]]; then
+        sleep 1 # some steps
+        scancel --signal=USR2 "$job" || true
+    fi
+    status=0
+    wait "$pid" || status=$?
+    output=$(cat "$out")
+    echo "$output"
+}
+
+# the ranks stopped together, at one step after the first
+stopped_together() {
+    local stops
+    [[ $(grep -c 'stopped at step [0-9]* (preempted)' <<<"$output") -eq 2 ]] || return 1
+    stops=$(grep -o 'stopped at step [0-9]*' <<<"$output" | sort -u)
+    [[ $(wc -l <<<"$stops") -eq 1 && ${stops##* } -gt 0 ]]
+}
+
+@test "container: the shim over PMI-2, no library in the image: scancel --signal=USR2 stops every rank at one step" {
+    require_mpi pmi2
+    # (as root in the container, as pyxis 0.9.1 maps the user by default: PMI-2 asks no uid)
+    preempt_in_container pmi2 --container-remap-root
+    [ "$status" -eq 0 ]
+    stopped_together
+    [[ $(grep -c 'starting at step 0 (the shim over pmi2)' <<<"$output") -eq 2 ]]
+}
+
+# Over PMIx the image needs libpmix; the server's directory is not mounted (the
+# shim asks the server for what its shared memory would hold), and the server
+# refuses a client that reports another uid than the job's.
+@test "container: the shim over PMIx: every rank stops at one step; as root, or without libpmix, it says what to do" {
+    require_mpi pmix
+    run as_user timeout 120 srun -N1 -n1 --container-image="$IMAGE" --container-name="$CONTAINER_NAME" \
+        sh -c 'for f in /usr/lib/*/libpmix.so.2; do [ ! -e "$f" ] || echo "libpmix: $f"; done'
+    [ "$status" -eq 0 ]
+    echo "${output:-no libpmix in the image}"
+    if [[ $output != *"libpmix: "* ]]; then
+        preempt_in_container pmix
+        [ "$status" -ne 0 ]
+        [[ $output == *"PMIx (libpmix.so.2) cannot be loaded here: "*"install libpmix2 in the image, or mount the node's, or run the step with srun --mpi=pmi2"* ]]
+        return 0
+    fi
+    preempt_in_container pmix --container-remap-root
+    [ "$status" -ne 0 ]
+    [[ $(grep -c "this task runs as root in a container that maps the job's user (uid $(id -u "$TEST_USER")) to root, and Slurm's PMIx server refuses a client whose uid is not the job's: run the step with --no-container-remap-root, or over srun --mpi=pmi2" <<<"$output") -eq 2 ]]
+    preempt_in_container pmix --no-container-remap-root
+    [ "$status" -eq 0 ]
+    stopped_together
+    [[ $(grep -c 'starting at step 0 (the shim over pmix)' <<<"$output") -eq 2 ]]
+}
+
 @test "container: one rank exits 3: every rank stops at once, srun names it" {
     # (a mark no other test cluster's step has: they share this PID namespace)
     local mark=$((300 + RANDOM % 1000)).7 t0
@@ -359,3 +434,4 @@ unshare_supported() {
     [[ $(grep -c '^RANK=[01] got TERM$' "$out") -eq 2 ]]
     [[ $(grep -c 'dist-train: rank' "$out") -eq 0 ]]
 }
+
