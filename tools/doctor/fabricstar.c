@@ -453,7 +453,7 @@ static void lead_again (struct lead *l, struct doctor_result *res, char *msg,
     long until = doctor_now_ms () + FABRIC_AGAIN_MS;
 
     if (idx != NULL && again != NULL && busy != NULL
-        && (k = fabric_suspects (l->pairs, l->npairs, (uint32_t) l->n, idx)) > 0) {
+        && (k = fabric_suspects (l->pairs, l->npairs, idx)) > 0) {
         plans_again (l, idx, k, again);
         do {
             again_batch (l, res, msg, me, again, busy);
