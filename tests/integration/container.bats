@@ -344,8 +344,8 @@ preempt_in_container() {
         --container-name="$CONTAINER_NAME" --container-mounts="$USER_DIR/shim:/dt-shim,$run:/dt-run" \
         python3 /dt-shim/preempt_train.py --dir /dt-run >"$out" 2>&1 &
     pid=$!
-    # (two PyTorch starts: most of a minute on a busy machine)
-    for ((i = 0; i < 1200; i++)); do
+    # (two PyTorch starts: most of a minute on a busy machine; at most the step's bound)
+    for ((i = 0; i < 2400; i++)); do
         [[ $(grep -c 'starting at step 0' "$out") -eq 2 ]] && break
         grep -q 'Traceback' "$out" && break
         sleep 0.1

@@ -158,7 +158,7 @@ assert r["problems"] == [], r' "$json"
 
 @test "--then: the command runs, and rank 0 binds MASTER_PORT again at once" {
     # without SO_REUSEADDR: a TIME_WAIT left on MASTER_PORT would refuse it
-    run timeout 120 srun --dist-train -N2 -n4 "$DOCTOR" --timeout 10 --then "$TORCH_PYTHON" -c '
+    run timeout 240 srun --dist-train -N2 -n4 "$DOCTOR" --timeout 10 --then "$TORCH_PYTHON" -c '
 import os, socket
 r = int(os.environ["RANK"])
 if r == 0:
@@ -179,7 +179,7 @@ print("rank", r, "ran", flush=True)'
     "$TORCH_PYTHON" -c 'import importlib.util, sys; sys.exit(not importlib.util.find_spec("torch"))' ||
         skip "no torch in $TORCH_PYTHON"
     # (the helpers' directory as the program's argument, for torch_store's libuv probe)
-    run timeout 120 srun --dist-train -N2 -n2 "$DOCTOR" --timeout 10 --then "$TORCH_PYTHON" -c '
+    run timeout 240 srun --dist-train -N2 -n2 "$DOCTOR" --timeout 10 --then "$TORCH_PYTHON" -c '
 import os, sys, datetime
 sys.path.insert(0, sys.argv[1])
 from torch.distributed import TCPStore

@@ -110,7 +110,7 @@ setup() {
 }
 
 @test "srun --dist-train on the installed plugin: the DDP example trains on 2 nodes" {
-    run timeout 180 srun --dist-train -N2 -n4 "$TORCH_PYTHON" "$TOP/examples/ddp_train.py" --steps 20
+    run timeout 240 srun --dist-train -N2 -n4 "$TORCH_PYTHON" "$TOP/examples/ddp_train.py" --steps 20
     echo "$output"
     [ "$status" -eq 0 ]
     # a world of 4 over both nodes, rank 0's address as MASTER_ADDR, all ranks at the end
@@ -152,7 +152,7 @@ print("rank", dtshim.rank(), "of", dtshim.size(), "from", dtshim.__file__)'
     run timeout 60 srun --mpi=pmix -N2 -n4 "$MINICLUSTER_DIR/shim_check" collectives 3
     echo "$output"
     [ "$status" -eq 0 ]
-    run timeout 120 srun --mpi=pmix -N2 -n2 "$TORCH_PYTHON" -c '
+    run timeout 240 srun --mpi=pmix -N2 -n2 "$TORCH_PYTHON" -c '
 import dtshim
 dtshim.init()
 print("rank", dtshim.rank(), "of", dtshim.size(), "from", dtshim.__file__)

@@ -251,7 +251,7 @@ preempt_one_task() {
     # fewer calls, the same checks.
     local calls=2000 at=1500
     [[ $MPI == pmi2 ]] && calls=600 at=450
-    run timeout 120 srun --mpi="$MPI" -N3 -n6 "$TORCH_PYTHON" \
+    run timeout 240 srun --mpi="$MPI" -N3 -n6 "$TORCH_PYTHON" \
         "$TOP/tests/integration/helpers/shim_votes.py" "$calls" 4 "$at"
     echo "$output"
     [ "$status" -eq 0 ]
@@ -477,7 +477,7 @@ print("world of one")'
 
 @test "inside an OpenMPI (mpi4py) program: dtshim and MPI share PMIx and agree" {
     pmix_only
-    run timeout 120 srun --mpi="$MPI" -N3 -n6 "$TORCH_PYTHON" "$TOP/tests/integration/helpers/shim_mpi.py"
+    run timeout 240 srun --mpi="$MPI" -N3 -n6 "$TORCH_PYTHON" "$TOP/tests/integration/helpers/shim_mpi.py"
     echo "$output"
     [ "$status" -eq 0 ]
     [ "$(count 'ok rank=[0-5] size=6')" -eq 6 ]
@@ -485,7 +485,7 @@ print("world of one")'
 
 @test "the Python module in a PyTorch gloo job: port shared over the server, preemption at the same step" {
     require_server
-    run timeout 120 srun --mpi="$MPI" -N2 -n4 "$TORCH_PYTHON" "$TOP/tests/integration/helpers/shim_torch.py"
+    run timeout 240 srun --mpi="$MPI" -N2 -n4 "$TORCH_PYTHON" "$TOP/tests/integration/helpers/shim_torch.py"
     echo "$output"
     [ "$status" -eq 0 ]
     [ "$(count 'ok rank=[0-3] sum=10 stopped=3 nodes=2')" -eq 4 ]
