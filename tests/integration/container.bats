@@ -290,8 +290,13 @@ unshare_supported() {
         { echo "no tools/dist-train-doctor-static: configure could not link it statically (libc6-dev, libssl-dev; on Debian 13 libzstd-dev)"; return 1; }
     ln "$old" "$USER_DIR/old.sqsh" 2>/dev/null || cp "$old" "$USER_DIR/old.sqsh"
     chmod 644 "$USER_DIR/old.sqsh"
+    # A named container, unpacked on each node by a step of its own, as setup_file's: a
+    # step that failed fast on one node while the other still unpacked the image, or
+    # removed it, left that node down (Kill task failed) on a loaded machine.
+    as_user timeout 240 srun -N2 --ntasks-per-node=1 --container-image="$USER_DIR/old.sqsh" \
+        --container-name="$CONTAINER_NAME-old" true >&2
     local step=(timeout 240 srun --dist-train=preflight -N2 -n2 --container-image="$USER_DIR/old.sqsh"
-        bash -c 'echo "RANK=$RANK $(sed -n "s/^VERSION_CODENAME=//p" /etc/os-release)"')
+        --container-name="$CONTAINER_NAME-old" bash -c 'echo "RANK=$RANK $(sed -n "s/^VERSION_CODENAME=//p" /etc/os-release)"')
     # the node's own doctor there: its C library is too old
     enroot_doctor_mount "$USER_DIR/dist-train-doctor"
     run as_user "${step[@]}"
