@@ -213,6 +213,14 @@ static size_t healthy (const struct fabric_node *nodes, size_t n, struct fabric_
     return k;
 }
 
+/* Node x's paths, both ways, at 1/20 of a healthy path's rate. */
+static void slow_node (struct fabric_pair *pairs, size_t n, uint32_t x)
+{
+    for (size_t i = 0; i < n; i++)
+        if (pairs[i].from == x || pairs[i].to == x)
+            pairs[i].usecs = 20 * 45000;
+}
+
 static bool any_line (char (*lines)[DOCTOR_LINE_MAX], size_t n, const char *a, const char *b)
 {
     for (size_t i = 0; i < n && i < DOCTOR_PROBLEMS_MAX; i++)
@@ -259,9 +267,7 @@ static void test_judge_slow (void **state)
     make_nodes (nodes, 16);
     n = healthy (nodes, 16, pairs);
     /* node6 at 1/20 of the others, both ways */
-    for (size_t i = 0; i < n; i++)
-        if (pairs[i].from == 5 || pairs[i].to == 5)
-            pairs[i].usecs = 20 * 45000;
+    slow_node (pairs, n, 5);
     judge (&res, nodes, 16, pairs, n, FABRIC_FAIL, summary);
     assert_int_equal (res.nproblems, 0);
     assert_int_equal (res.nwarnings, 1);
@@ -298,9 +304,7 @@ static void test_judge_slow_node_again (void **state)
 
     make_nodes (nodes, 16);
     n = healthy (nodes, 16, pairs);
-    for (size_t i = 0; i < n; i++)
-        if (pairs[i].from == 5 || pairs[i].to == 5)
-            pairs[i].usecs = 20 * 45000;
+    slow_node (pairs, n, 5);
     memcpy (first, pairs, sizeof (first));
     k = fabric_suspects (pairs, n, idx);
     assert_int_equal (k, 8);

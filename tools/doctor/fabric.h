@@ -123,11 +123,11 @@ int fabric_judge (struct doctor_result *res, const struct fabric_node *nodes, si
                   const struct fabric_pair *pairs, size_t npairs, enum fabric_mode mode,
                   char *summary, size_t size);
 
-/* The paths that the judge would name slow by their
- * first sample (under 1/FABRIC_SLOW_FACTOR of the step's median), those of
- * a node most of whose paths are slow included: their indexes into idx
- * (room for n), their count.  They are measured again, with the others
- * quiet, before they are named: on a busy node a sample can lose the CPU. */
+/* The paths that the judge would name slow by their first sample (under
+ * 1/FABRIC_SLOW_FACTOR of the step's median), those of a node most of whose
+ * paths are slow included: their indexes into idx (room for n), their count.
+ * They are measured again, with the others quiet, before they are named: on
+ * a busy node a sample can lose the CPU. */
 size_t fabric_suspects (const struct fabric_pair *pairs, size_t n, size_t *idx);
 
 /* A path measured again (a timed sample).  With ref, the same sender's
