@@ -91,7 +91,10 @@ ordered() {
 check_order() {
     local r n=$(($2 * 2))
     ordered "$1"
-    run timeout 60 srun --mpi="$MPI" -N"$2" -n"$n" --ntasks-per-node=2 "${ORDERED[@]}" "$CHECK" order
+    # (the nodes named: a node still completing the last step would leave its place to
+    # the next, and the chief expected is a name)
+    run timeout 60 srun --mpi="$MPI" -w "node[1-$2]" -N"$2" -n"$n" --ntasks-per-node=2 "${ORDERED[@]}" \
+        "$CHECK" order
     echo "$output"
     [ "$status" -eq 0 ] || return 1
     for ((r = 0; r < n; r++)); do
@@ -106,7 +109,7 @@ check_order() {
     # Tasks 0, 1 on node1 and 2, 3 on node2; RANK 3 - SLURM_PROCID puts rank 0 on node2,
     # which becomes node 0 and the chief. Local ranks keep their meaning (SLURM_LOCALID).
     ordered 'RANK=$((3 - SLURM_PROCID))'
-    run timeout 60 srun --mpi="$MPI" -N2 -n4 --ntasks-per-node=2 "${ORDERED[@]}" "$CHECK" facts
+    run timeout 60 srun --mpi="$MPI" -w "node[1-2]" -N2 -n4 --ntasks-per-node=2 "${ORDERED[@]}" "$CHECK" facts
     echo "$output"
     [ "$status" -eq 0 ]
     addr=$(node_addr node2)
@@ -129,7 +132,7 @@ check_order() {
     # node1 (ranks 2, 3) says node 0: the plugin's word, though rank 0 is on node2
     check_order 'RANK=$((3 - SLURM_PROCID)) GROUP_RANK=$SLURM_NODEID' 2 3,2,1,0 node2 '3 - r' 'r < 2'
     local r
-    run timeout 60 srun --mpi="$MPI" -N2 -n4 --ntasks-per-node=2 "${ORDERED[@]}" "$TORCH_PYTHON" -c '
+    run timeout 60 srun --mpi="$MPI" -w "node[1-2]" -N2 -n4 --ntasks-per-node=2 "${ORDERED[@]}" "$TORCH_PYTHON" -c '
 import os, dtshim
 ctx = dtshim.DistributedContext()
 tasks = [int(b) for b in dtshim.allgather(os.environ["SLURM_PROCID"].encode())]
