@@ -197,25 +197,52 @@ int dist_handover_parse (const char *text, struct dist_handover *h)
     return 0;
 }
 
+/* How many values from values[i] on hold v. */
+static uint32_t repeats (const uint32_t *values, uint32_t i, uint32_t count, uint32_t v)
+{
+    uint32_t n = 0;
+
+    while (i + n < count && values[i + n] == v)
+        n++;
+    return n;
+}
+
 int dist_runs_append (char *text, size_t size, size_t *len, const uint32_t *values, uint32_t count,
                       uint32_t bound)
 {
-    uint32_t i = 0, run;
+    uint32_t i = 0, k, terms, last;
+    int64_t step;
     int n;
 
     while (i < count) {
         if (values[i] >= bound)
             return -1;
-        for (run = 1; i + run < count && values[i + run] == values[i]; run++)
-            ;
-        n = run == 1
-                ? snprintf (text + *len, size - *len, "%s%" PRIu32, i > 0 ? "," : "", values[i])
-                : snprintf (text + *len, size - *len, "%s%" PRIu32 "*%" PRIu32, i > 0 ? "," : "",
-                            values[i], run);
+        /* a run of k, then more runs of k each one above (or below) the last: one range */
+        k = repeats (values, i, count, values[i]);
+        terms = 1;
+        last = values[i];
+        if (i + k < count && (values[i + k] == last + 1 || values[i + k] + 1 == last)) {
+            step = values[i + k] > last ? 1 : -1;
+            while (i + (uint64_t) (terms + 1) * k <= count && (int64_t) last + step >= 0
+                   && (int64_t) last + step < bound
+                   && repeats (values, i + terms * k, count, (uint32_t) (last + step)) == k) {
+                last = (uint32_t) (last + step);
+                terms++;
+            }
+        }
+        n = snprintf (text + *len, size - *len, "%s%" PRIu32, i > 0 ? "," : "", values[i]);
+        if (n >= 0 && (size_t) n < size - *len && terms > 1) {
+            *len += (size_t) n;
+            n = snprintf (text + *len, size - *len, "..%" PRIu32, last);
+        }
+        if (n >= 0 && (size_t) n < size - *len && k > 1) {
+            *len += (size_t) n;
+            n = snprintf (text + *len, size - *len, "*%" PRIu32, k);
+        }
         if (n < 0 || (size_t) n >= size - *len)
             return -1;
         *len += (size_t) n;
-        i += run;
+        i += terms * k;
     }
     return 0;
 }
@@ -274,30 +301,40 @@ int dist_layout_text_header (const char **p, uint32_t *job, uint32_t *step, uint
     return 0;
 }
 
-/* One run of the layout, "node" or "node*count", *p moved past it: a node below nnodes
- * and a count of 1 to left. */
-static int take_run (const char **p, uint32_t nnodes, uint32_t left, uint32_t *node,
-                     uint32_t *count)
+/* One run at *p, *p moved past it: "V", "V*K" (K of V), "V..W" (V to W, up or down) or
+ * "V..W*K" (K of each); values below bound, and at most left of them in all. */
+static int take_run (const char **p, uint32_t bound, uint32_t left, uint32_t *first, uint32_t *last,
+                     uint32_t *each)
 {
-    if (dist_take_u32 (p, "*,", node) < 0 || *node >= nnodes)
+    uint64_t terms;
+
+    if (dist_take_u32 (p, "*,.", first) < 0 || *first >= bound)
         return -1;
-    *count = 1;
-    if (**p == '*' && (++*p, dist_take_u32 (p, ",", count) < 0 || *count == 0))
+    *last = *first;
+    *each = 1;
+    if (dist_take_word (p, "..") && (dist_take_u32 (p, "*,", last) < 0 || *last >= bound))
         return -1;
-    return *count > left ? -1 : 0;
+    if (**p == '*' && (++*p, dist_take_u32 (p, ",", each) < 0 || *each == 0))
+        return -1;
+    terms = (uint64_t) (*last > *first ? *last - *first : *first - *last) + 1;
+    return terms * *each > left ? -1 : 0;
 }
 
 int dist_runs_take (const char **p, uint32_t bound, uint32_t count, uint32_t *values)
 {
-    uint32_t value, run, i = 0;
+    uint32_t first, last, each, v, i = 0, k;
 
     while (i < count) {
         if (i > 0 && !dist_take_word (p, ","))
             return -1;
-        if (take_run (p, bound, count - i, &value, &run) < 0)
+        if (take_run (p, bound, count - i, &first, &last, &each) < 0)
             return -1;
-        while (run-- > 0)
-            values[i++] = value;
+        for (v = first;; v = last > first ? v + 1 : v - 1) {
+            for (k = 0; k < each; k++)
+                values[i++] = v;
+            if (v == last)
+                break;
+        }
     }
     return 0;
 }

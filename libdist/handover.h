@@ -52,10 +52,10 @@ int dist_handover_format (const struct dist_handover *h, char *buf, size_t size)
 int dist_handover_parse (const char *text, struct dist_handover *h);
 
 /* The node of every rank (its index in the step's node list) as text:
- * "step=JOB.STEP nodes=N ranks=R layout=RUNS", RUNS being "NODE" or
- * "NODE*COUNT" for each run of ranks on one node, comma-separated.  Malloc'ed;
- * NULL when a node index is out of range or the text is longer than
- * DIST_LAYOUT_TEXT_MAX. */
+ * "step=JOB.STEP nodes=N ranks=R layout=RUNS", RUNS as dist_runs_append writes
+ * them: block, cyclic and plane take one to a few runs per rank of a node, whatever
+ * the node count.  Malloc'ed; NULL when a node index is out of range or the text is
+ * longer than DIST_LAYOUT_TEXT_MAX. */
 char *dist_layout_text (uint32_t job_id, uint32_t step_id, uint32_t nnodes,
                         const uint32_t *node_of_rank, uint32_t nranks);
 
@@ -65,10 +65,11 @@ char *dist_layout_text (uint32_t job_id, uint32_t step_id, uint32_t nnodes,
 int dist_layout_text_parse (const char *text, uint32_t job_id, uint32_t step_id, uint32_t nnodes,
                             uint32_t nranks, uint32_t *node_of_rank);
 
-/* The runs of values[count] (each below bound) as "V" or "V*COUNT", comma-separated,
- * appended at text + *len (size bytes in all), *len moved on: 0, or -1 when a value is
- * out of range or the text does not fit.  The layout's text and the topology's are
- * made of them. */
+/* values[count] (each below bound) as runs, comma-separated: "V", "V*K" (K of V), "V..W"
+ * (V, V+1, ... W, or down to W) and "V..W*K" (K of each): a block layout is "0..N-1*K",
+ * a cyclic one K times "0..N-1".  Appended at text + *len (size bytes in all), *len moved
+ * on: 0, or -1 when a value is out of range or the text does not fit.  The layout's text
+ * and the topology's are made of them. */
 int dist_runs_append (char *text, size_t size, size_t *len, const uint32_t *values, uint32_t count,
                       uint32_t bound);
 

@@ -94,8 +94,13 @@ static void hand_over_groups (const struct dist_config *cfg, const struct dist_h
         slurm_verbose ("%s: %s", PLUGIN_NAME, err);
     if (ngroups > 0
         && (text = dist_netgroup_text (h->job_id, h->step_id, (uint32_t) ngroups, group, l->nnodes))
-               != NULL
-        && setenv (DIST_NETGROUP_VAR, text, 1) == 0 && cfg->rank_order_topology
+               == NULL) {
+        slurm_info ("%s: the network's %d groups of this step's %lu nodes take more than the "
+                    "%d KiB srun can hand to the nodes: the DIST_TRAIN_TOPOLOGY_* variables "
+                    "and rank_order=topology are off for this step",
+                    PLUGIN_NAME, ngroups, (unsigned long) l->nnodes, DIST_LAYOUT_TEXT_MAX >> 10);
+    }
+    if (text != NULL && setenv (DIST_NETGROUP_VAR, text, 1) == 0 && cfg->rank_order_topology
         && dist_netorder_make (&order, 1, (uint32_t) ngroups, group, l->nnodes, l->node_of_rank,
                                l->nranks)
                == 0) {
@@ -129,6 +134,17 @@ static int read_step_layout (const struct dist_config *cfg, struct dist_handover
     /* (every distribution's: Slurm 26.05 deals block out in topology order, which the
      * nodes cannot recompute from the tasks per node) */
     *layout_text = dist_layout_text (h->job_id, h->step_id, l.nnodes, l.node_of_rank, l.nranks);
+    /* (block, cyclic and plane take a few runs a node's rank: only a layout of its own
+     * order, -m arbitrary's, can be this long) */
+    if (*layout_text == NULL)
+        slurm_info ("%s: step %lu.%lu's layout (%lu ranks on %lu nodes, in an order of its own) "
+                    "takes more than the %d KiB srun can hand to the nodes, so they go without "
+                    "it: GROUP_RANK follows SLURM_NODEID instead of the ranks, and "
+                    "rank_order=topology, the DIST_TRAIN_TOPOLOGY_* variables, the tf profile "
+                    "and the doctor's layout check are off for this step. A hostfile that lists "
+                    "each node's ranks together hands over in a few bytes",
+                    PLUGIN_NAME, (unsigned long) h->job_id, (unsigned long) h->step_id,
+                    (unsigned long) l.nranks, (unsigned long) l.nnodes, DIST_LAYOUT_TEXT_MAX >> 10);
     dist_step_layout_free (&l);
     return 0;
 }

@@ -179,6 +179,15 @@ static void test_layout_refuses_hostile_text (void **state)
         "step=1.0 nodes=2 ranks=2 layout=0,-1",
         "step=1.0 nodes=2 ranks=2 layout=0 ,1",
         "step=1.0 nodes=2 ranks=2 layout=0*99999999999", /* past 32 bits */
+        "step=1.0 nodes=2 ranks=2 layout=0..2", /* no node 2 */
+        "step=1.0 nodes=2 ranks=2 layout=1..0*2", /* two too many */
+        "step=1.0 nodes=2 ranks=2 layout=0..1*0", /* an empty range */
+        "step=1.0 nodes=2 ranks=2 layout=0..1*4294967295", /* far too many */
+        "step=1.0 nodes=2 ranks=2 layout=0..",
+        "step=1.0 nodes=2 ranks=2 layout=..1",
+        "step=1.0 nodes=2 ranks=2 layout=0...1",
+        "step=1.0 nodes=2 ranks=2 layout=0..1..0",
+        "step=1.0 nodes=2 ranks=2 layout=0.1",
         "step=1.0 nodes=2 ranks=2 layout=0,1 extra",
         "step=1.0  nodes=2 ranks=2 layout=0,1",
         "nodes=2 ranks=2 layout=0,1",
@@ -191,7 +200,52 @@ static void test_layout_refuses_hostile_text (void **state)
             fail_msg ("accepted: '%s'", bad[i]);
     assert_int_equal (
         dist_layout_text_parse ("step=1.0 nodes=2 ranks=2 layout=1,0", 1, 0, 2, 2, back), 0);
+    assert_int_equal (
+        dist_layout_text_parse ("step=1.0 nodes=2 ranks=2 layout=1..0", 1, 0, 2, 2, back), 0);
+    assert_true (back[0] == 1 && back[1] == 0);
     assert_int_equal (dist_layout_text_parse (NULL, 1, 0, 2, 2, back), -1);
+}
+
+/* Block, cyclic and plane in a few runs whatever the node count; read back exactly. */
+static void test_layout_ranges (void **state)
+{
+    const uint32_t nodes = 16384, ppn = 8, n = nodes * ppn;
+    static const char *const want[] = {
+        "step=1.0 nodes=16384 ranks=131072 layout=0..16383*8",
+        "step=1.0 nodes=16384 ranks=131072 layout=0..16383,0..16383,0..16383,0..16383,"
+        "0..16383,0..16383,0..16383,0..16383",
+        "step=1.0 nodes=16384 ranks=131072 layout=0..16383*2,0..16383*2,0..16383*2,0..16383*2",
+        "step=1.0 nodes=16384 ranks=131072 layout=16383..0*8",
+    };
+    uint32_t *layout = calloc (n, sizeof (*layout)), *back = calloc (n, sizeof (*back));
+    char *text;
+
+    (void) state;
+    assert_non_null (layout);
+    assert_non_null (back);
+    for (int kind = 0; kind < 4; kind++) {
+        for (uint32_t r = 0; r < n; r++)
+            layout[r] = kind == 0   ? r / ppn
+                        : kind == 1 ? r % nodes
+                        : kind == 2 ? (r / 2) % nodes
+                                    : nodes - 1 - r / ppn;
+        text = dist_layout_text (1, 0, nodes, layout, n);
+        assert_non_null (text);
+        assert_string_equal (text, want[kind]);
+        memset (back, 0xff, n * sizeof (*back));
+        assert_int_equal (dist_layout_text_parse (text, 1, 0, nodes, n, back), 0);
+        assert_memory_equal (back, layout, n * sizeof (*back));
+        free (text);
+    }
+    /* uneven: a run, then a range of runs; a lone value is not made a range */
+    const uint32_t uneven[] = {0, 0, 0, 1, 1, 2, 2, 3, 4, 4, 4};
+    text = dist_layout_text (1, 0, 5, uneven, 11);
+    assert_string_equal (text, "step=1.0 nodes=5 ranks=11 layout=0*3,1..2*2,3,4*3");
+    assert_int_equal (dist_layout_text_parse (text, 1, 0, 5, 11, back), 0);
+    assert_memory_equal (back, uneven, sizeof (uneven));
+    free (text);
+    free (layout);
+    free (back);
 }
 
 /* A layout too long for one variable is not written (the tf profile then says why). */
@@ -223,6 +277,7 @@ int main (void)
         cmocka_unit_test (test_key),
         cmocka_unit_test (test_layout_round_trip),
         cmocka_unit_test (test_layout_refuses_hostile_text),
+        cmocka_unit_test (test_layout_ranges),
         cmocka_unit_test (test_layout_too_long),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);

@@ -99,7 +99,7 @@ static void test_text_round_trip (void **state)
     (void) state;
     text = dist_netgroup_text (7, 3, 3, group, 6);
     assert_non_null (text);
-    assert_string_equal (text, "step=7.3 groups=3 nodes=6 of=1*2,0*2,2*2");
+    assert_string_equal (text, "step=7.3 groups=3 nodes=6 of=1..0*2,2*2");
     assert_int_equal (dist_netgroup_text_parse (text, 7, 3, 6, back, &n), 0);
     assert_int_equal (n, 3);
     assert_memory_equal (back, group, sizeof (group));
