@@ -23,9 +23,10 @@
 
 /* The longest name with its NUL: a DNS name has at most 253 characters. */
 #define DIST_HOSTLIST_NAME_MAX 256
-/* How many names dist_hostlist_each gives at most (Slurm's own bound on a range, here on
- * a whole list): a hostile "n[0-999999999]" is refused before its first name. */
-#define DIST_HOSTLIST_MAX 65536
+/* How many names dist_hostlist_each gives at most: a hostile "n[0-999999999]" is refused
+ * before its first name.  A step of a million ranks on as many nodes still fits (the
+ * doctor's DOCTOR_RANKS_MAX). */
+#define DIST_HOSTLIST_MAX 1048576
 
 /* Read the list as slurm_hostlist_create does: blanks and tabs separate expressions too,
  * and empty expressions are skipped (so "" is a list of no names). */

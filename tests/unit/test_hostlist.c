@@ -133,13 +133,13 @@ static void bounds (void **state)
     long calls = 0;
 
     (void) state;
-    assert_int_equal (dist_hostlist_each ("n[0-65535]", 0, count_only, &calls), 0);
+    assert_int_equal (dist_hostlist_each ("n[0-1048575]", 0, count_only, &calls), 0);
     assert_int_equal (calls, DIST_HOSTLIST_MAX);
     calls = 0;
-    assert_int_equal (dist_hostlist_each ("n[0-65536]", 0, count_only, &calls), -1);
+    assert_int_equal (dist_hostlist_each ("n[0-1048576]", 0, count_only, &calls), -1);
     assert_int_equal (dist_hostlist_each ("n[0-999999999]", 0, count_only, &calls), -1);
-    assert_int_equal (dist_hostlist_each ("n[0-32767],m[0-32768]", 0, count_only, &calls), -1);
-    assert_int_equal (calls, 32768); /* (the first expression, checked on its own) */
+    assert_int_equal (dist_hostlist_each ("n[0-524287],m[0-524288]", 0, count_only, &calls), -1);
+    assert_int_equal (calls, 524288); /* (the first expression, checked on its own) */
     calls = 0;
     assert_int_equal (dist_hostlist_each ("n[0-999999999999]", 0, count_only, &calls), -1);
     assert_int_equal (dist_hostlist_each ("n[1-9999999999]", 0, count_only, &calls), -1);

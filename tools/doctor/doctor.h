@@ -102,7 +102,7 @@ void doctor_printable (char *dst, size_t size, const char *src);
 
 /* Expand a Slurm hostlist ("node[1-3,07],login1", libdist/hostlist.h) into
  * names[max]; returns the count, or -1 when it does not parse, a name is too
- * long, or there are more than max (or DOCTOR_NODES_MAX). */
+ * long, or there are more than max (or DOCTOR_RANKS_MAX: a node holds a rank). */
 int doctor_hostlist_expand (const char *text, char (*names)[DOCTOR_NAME_MAX], size_t max);
 
 /* The layout from SLURM_STEP_NODELIST, SLURM_STEP_TASKS_PER_NODE,

@@ -27,7 +27,7 @@ static int add_name (const char *name, void *arg)
 
 int doctor_hostlist_expand (const char *text, char (*names)[DOCTOR_NAME_MAX], size_t max)
 {
-    struct names out = {names, max < DOCTOR_NODES_MAX ? max : DOCTOR_NODES_MAX, 0};
+    struct names out = {names, max < DOCTOR_RANKS_MAX ? max : DOCTOR_RANKS_MAX, 0};
 
     if (dist_hostlist_each (text, 0, add_name, &out) != 0)
         return -1;
@@ -87,13 +87,14 @@ fail:
     return -1;
 }
 
-/* The nodes' names of nodelist into out (printable: the environment is the user's). */
-static int layout_names (const char *nodelist, struct doctor_layout *out)
+/* The nodes' names of nodelist, as many as the plugin's layout counts (at most one a
+ * rank), into out (printable: the environment is the user's). */
+static int layout_names (const char *nodelist, uint32_t count, struct doctor_layout *out)
 {
     int nnodes;
 
-    if (nodelist == NULL || (out->node = calloc (DOCTOR_NODES_MAX, sizeof (*out->node))) == NULL
-        || (nnodes = doctor_hostlist_expand (nodelist, out->node, DOCTOR_NODES_MAX)) <= 0)
+    if (nodelist == NULL || (out->node = calloc (count, sizeof (*out->node))) == NULL
+        || (nnodes = doctor_hostlist_expand (nodelist, out->node, count)) <= 0)
         return -1;
     for (int i = 0; i < nnodes; i++)
         doctor_printable (out->node[i], DOCTOR_NAME_MAX, out->node[i]);
@@ -109,8 +110,8 @@ int doctor_layout_from_plugin (const char *nodelist, const char *text, unsigned 
 
     memset (out, 0, sizeof (*out));
     if (text == NULL || dist_layout_text_header (&p, &job, &step, &nodes, &ranks) < 0
-        || job != job_id || step != step_id || ranks == 0 || ranks > DOCTOR_RANKS_MAX
-        || layout_names (nodelist, out) < 0 || nodes != out->nnodes
+        || job != job_id || step != step_id || ranks == 0 || ranks > DOCTOR_RANKS_MAX || nodes == 0
+        || nodes > ranks || layout_names (nodelist, nodes, out) < 0 || nodes != out->nnodes
         || (out->node_of_rank = calloc (ranks, sizeof (*out->node_of_rank))) == NULL
         || dist_layout_text_parse (text, job, step, nodes, ranks, out->node_of_rank) < 0) {
         doctor_layout_free (out);
