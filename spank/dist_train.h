@@ -59,9 +59,13 @@ bool dist_train_is_arbitrary (spank_t sp);
 bool dist_train_env_count (spank_t sp, const char *name, uint32_t *count);
 
 /* layout.c: the step's layout in slurmstepd, read once in user_init: srun's hand-over,
- * else block, cyclic and plane recomputed; -1 (nothing held) when neither can be had. */
+ * else block, cyclic and plane recomputed; -1 (nothing held) when neither can be had.
+ * The node of every rank only: the names, which only some need, are
+ * dist_train_layout_names's. */
 int dist_train_layout_load (spank_t sp, const struct dist_step *st,
                             struct dist_step_layout *layout);
+/* The layout's node names (l->names), from the step's node list: 0, or -1 (none held). */
+int dist_train_layout_names (spank_t sp, struct dist_step_layout *l);
 
 /* local.c (srun): refuse what must not start (-1) before the step is made,
  * then hand the nodes what only srun knows. */

@@ -29,17 +29,40 @@ static int srun_layout (spank_t sp, const struct dist_step *st, struct dist_step
     return rc;
 }
 
+int dist_train_layout_names (spank_t sp, struct dist_step_layout *l)
+{
+    dt_hostlist_t hl = dist_train_step_hostlist (sp);
+    uint32_t i;
+    int rc = -1;
+
+    if (hl == NULL
+        || (l->names = calloc (l->nnodes > 0 ? l->nnodes : 1, sizeof (*l->names))) == NULL)
+        goto out;
+    for (i = 0; i < l->nnodes; i++)
+        if ((l->names[i] = slurm_hostlist_shift (hl)) == NULL)
+            goto out;
+    rc = 0;
+out:
+    if (rc < 0 && l->names != NULL) {
+        for (i = 0; i < l->nnodes; i++)
+            free (l->names[i]);
+        free (l->names);
+        l->names = NULL;
+    }
+    if (hl != NULL)
+        slurm_hostlist_destroy (hl);
+    return rc;
+}
+
 int dist_train_layout_load (spank_t sp, const struct dist_step *st, struct dist_step_layout *l)
 {
     char dist_text[64], plane_text[16], *text = NULL;
-    uint32_t *counts = NULL, plane = 0, i;
+    uint32_t *counts = NULL, plane = 0;
     enum dist_distribution dist;
-    dt_hostlist_t hl = NULL;
     int rc = -1;
 
     l->nnodes = st->node_count;
     l->nranks = st->world_size;
-    l->names = calloc (l->nnodes, sizeof (*l->names));
     l->node_of_rank = calloc (l->nranks, sizeof (*l->node_of_rank));
     counts = calloc (l->nnodes, sizeof (*counts));
     if (spank_getenv (sp, "SLURM_DISTRIBUTION", dist_text, sizeof (dist_text)) != ESPANK_SUCCESS)
@@ -48,12 +71,8 @@ int dist_train_layout_load (spank_t sp, const struct dist_step *st, struct dist_
     if (spank_getenv (sp, "SLURM_DIST_PLANESIZE", plane_text, sizeof (plane_text))
         == ESPANK_SUCCESS)
         plane = (uint32_t) strtoul (plane_text, NULL, 10);
-    if (l->names == NULL || l->node_of_rank == NULL || counts == NULL
-        || (hl = dist_train_step_hostlist (sp)) == NULL)
+    if (l->node_of_rank == NULL || counts == NULL)
         goto out;
-    for (i = 0; i < l->nnodes; i++)
-        if ((l->names[i] = slurm_hostlist_shift (hl)) == NULL)
-            goto out;
     /* srun's, for every distribution; without it block, cyclic and plane are recomputed,
      * as Slurm deals them out in node order (26.05 follows the topology instead) */
     if ((rc = srun_layout (sp, st, l)) == 0 || dist == DIST_DIST_ARBITRARY)
@@ -66,8 +85,6 @@ int dist_train_layout_load (spank_t sp, const struct dist_step *st, struct dist_
 out:
     free (counts);
     free (text);
-    if (hl != NULL)
-        slurm_hostlist_destroy (hl);
     if (rc < 0)
         dist_step_layout_free (l);
     return rc;

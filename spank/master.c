@@ -11,10 +11,13 @@
 #include "dist_train.h"
 #include "libdist/port.h"
 
-/* The names of the step's first node and of node `index` (malloc'ed),
- * from one pass over the step's node list; -1 if either is missing. */
+/* The names of the step's first node and of node `index` (malloc'ed); -1 if either is
+ * missing.  This node's name is slurmd's (SLURMD_NODENAME, which slurmstepd sets from
+ * slurmd's configuration), found in the list at `index`: a walk to the index would cost
+ * every node of a large step a name per node before it. */
 static int step_nodes (spank_t sp, uint32_t index, char **first, char **self)
 {
+    const char *mine = getenv ("SLURMD_NODENAME");
     dt_hostlist_t hl;
     char *name;
     uint32_t i;
@@ -22,12 +25,17 @@ static int step_nodes (spank_t sp, uint32_t index, char **first, char **self)
     *first = *self = NULL;
     if ((hl = dist_train_step_hostlist (sp)) == NULL)
         return -1;
-    for (i = 0; i <= index && (name = slurm_hostlist_shift (hl)) != NULL; i++) {
-        if (i == 0)
-            *first = name;
+    if ((*first = slurm_hostlist_shift (hl)) != NULL && index == 0)
+        *self = strdup (*first);
+    else if (*first != NULL && mine != NULL && slurm_hostlist_find (hl, mine) == (int) index - 1)
+        *self = strdup (mine);
+    /* (else the walk: from the second node on, the first is shifted already) */
+    for (i = 1; *first != NULL && *self == NULL && i <= index
+                && (name = slurm_hostlist_shift (hl)) != NULL;
+         i++) {
         if (i == index)
-            *self = i == 0 ? strdup (name) : name;
-        else if (i != 0)
+            *self = name;
+        else
             free (name);
     }
     slurm_hostlist_destroy (hl);

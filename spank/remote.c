@@ -129,8 +129,12 @@ static int plan_order (struct stepd_node *n, spank_t sp)
     }
     ngroups = group != NULL ? read_groups (n, sp, group) : 0;
     /* (the layout is kept: TF_CONFIG, the verbose table and rank 0's DIST_TRAIN_LAYOUT
-     * read it too) */
-    (void) dist_train_layout_load (sp, st, &n->layout);
+     * read it too; the first two also its names, one per node, which the others do
+     * without) */
+    if (dist_train_layout_load (sp, st, &n->layout) == 0
+        && (n->cfg->verbose || n->cfg->profile == DIST_PROFILE_TF)
+        && dist_train_layout_names (sp, &n->layout) < 0)
+        dist_step_layout_free (&n->layout);
     if (group != NULL && n->layout.node_of_rank != NULL
         && dist_netorder_make (&n->order, n->cfg->rank_order_topology && ngroups > 0,
                                ngroups > 0 ? ngroups : 1, group, st->node_count,
