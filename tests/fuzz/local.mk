@@ -148,6 +148,29 @@ tests/fuzz/fuzz_spank: $(FUZZ_SRC_spank) $(FUZZ_DEPS) $(srcdir)/tests/fuzz/spank
 		$(srcdir)/spank/dist_train.h $(srcdir)/spank/compat.h
 	$(FUZZ_BUILD) $(FUZZ_SPANK_FLAGS) $(FUZZ_SRC_spank) $(HWLOC_LIBS) $(FUZZ_SPANK_WRAP)
 
+# scripts/bench-sim's driver: the same sources and stand-in, optimized as the plugin is
+# built, with the plugin's allocations sampled (the link's --wrap) for its heap figures.
+BENCH_SIM_SRC = $(srcdir)/tests/fuzz/bench_sim.c $(srcdir)/tests/fuzz/spank_standin.c \
+	$(srcdir)/spank/compat.c $(srcdir)/spank/plugin.c $(srcdir)/spank/stepenv.c \
+	$(srcdir)/spank/local.c $(srcdir)/spank/option.c $(srcdir)/spank/remote.c \
+	$(srcdir)/spank/master.c $(srcdir)/spank/report.c $(srcdir)/spank/layout.c \
+	$(srcdir)/spank/container.c $(srcdir)/spank/topocache.c $(srcdir)/spank/bind.c \
+	$(srcdir)/spank/failfast.c $(srcdir)/spank/network.c $(srcdir)/libdist/io.c \
+	$(srcdir)/libdist/netif.c $(srcdir)/libdist/address.c $(srcdir)/libdist/bind.c \
+	$(srcdir)/libdist/config.c $(srcdir)/libdist/env.c $(srcdir)/libdist/handover.c \
+	$(srcdir)/libdist/hostlist.c $(srcdir)/libdist/layout.c $(srcdir)/libdist/netgroup.c \
+	$(srcdir)/libdist/port.c $(srcdir)/libdist/ranges.c $(srcdir)/libdist/tfconfig.c \
+	$(srcdir)/libdist/topo.c $(srcdir)/libdist/topofile.c $(srcdir)/tools/doctor/layout.c \
+	$(srcdir)/tools/doctor/wire.c
+BENCH_SIM_WRAP = $(FUZZ_SPANK_WRAP),--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup,--wrap=strndup
+tests/fuzz/bench_sim: $(BENCH_SIM_SRC) $(FUZZ_DEPS) $(srcdir)/tests/fuzz/spank_standin.h \
+		$(srcdir)/spank/dist_train.h $(srcdir)/spank/compat.h $(srcdir)/tools/doctor/doctor.h
+	$(AM_V_GEN)$(MKDIR_P) tests/fuzz && $(CC) -O2 -g $(WARNING_CFLAGS) -I$(top_srcdir) \
+	    $(HWLOC_CFLAGS) $(SLURM_CPPFLAGS) -DFUZZ_TOPOLOGY_DIR='"$(abs_top_srcdir)/tests/topologies"' \
+	    -DDIST_TRAIN_CACHE_DIR='"/tmp/bench_sim_cache"' -o $@ $(BENCH_SIM_SRC) $(HWLOC_LIBS) \
+	    $(BENCH_SIM_WRAP)
+CLEANFILES += tests/fuzz/bench_sim
+
 CLEANFILES += $(FUZZ_HARNESSES)
 
 # What the harnesses found, replayed through fuzz_spank's code by make check
@@ -187,5 +210,6 @@ EXTRA_DIST += \
 	tests/fuzz/fuzz_spank.c \
 	tests/fuzz/spank_standin.c \
 	tests/fuzz/spank_standin.h \
+	tests/fuzz/bench_sim.c \
 	tests/fuzz/seal-topology \
 	tests/fuzz/corpus

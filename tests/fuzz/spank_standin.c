@@ -30,6 +30,9 @@
 
 struct standin_items standin_items;
 struct spank_option *standin_option;
+spank_context_t standin_context = S_CTX_REMOTE;
+size_t standin_hosts_max = STANDIN_HOSTS_MAX;
+const struct standin_srun *standin_srun;
 
 /* ---- the job's environment ---------------------------------------------- */
 
@@ -170,7 +173,7 @@ spank_err_t spank_unsetenv (spank_t sp, const char *var)
 
 spank_context_t spank_context (void)
 {
-    return S_CTX_REMOTE;
+    return standin_context;
 }
 
 spank_err_t spank_option_register (spank_t sp, struct spank_option *opt)
@@ -222,13 +225,22 @@ static spank_err_t task_id_map (const struct standin_items *it, spank_item_t ite
 {
     uint32_t id = va_arg (*ap, uint32_t), *out = va_arg (*ap, uint32_t *);
 
-    if (item == S_JOB_GLOBAL_TO_LOCAL_ID && id >= it->base && id - it->base < it->local)
+    if (item == S_JOB_LOCAL_TO_GLOBAL_ID && id < it->local) {
+        *out = it->gtids != NULL ? it->gtids[id] : it->base + id;
+        return ESPANK_SUCCESS;
+    }
+    if (item == S_JOB_GLOBAL_TO_LOCAL_ID && it->gtids == NULL && id >= it->base
+        && id - it->base < it->local) {
         *out = id - it->base;
-    else if (item == S_JOB_LOCAL_TO_GLOBAL_ID && id < it->local)
-        *out = it->base + id;
-    else
-        return ESPANK_NOEXIST;
-    return ESPANK_SUCCESS;
+        return ESPANK_SUCCESS;
+    }
+    for (uint32_t i = 0; item == S_JOB_GLOBAL_TO_LOCAL_ID && it->gtids != NULL && i < it->local;
+         i++)
+        if (it->gtids[i] == id) {
+            *out = i;
+            return ESPANK_SUCCESS;
+        }
+    return ESPANK_NOEXIST;
 }
 
 /* What only task_init and task_exit may ask: the task they run for. */
@@ -239,7 +251,8 @@ static spank_err_t task_item (const struct standin_items *it, spank_item_t item,
     if (item == S_TASK_ID)
         *va_arg (*ap, int *) = it->task;
     else if (item == S_TASK_GLOBAL_ID)
-        *va_arg (*ap, uint32_t *) = it->base + (uint32_t) it->task;
+        *va_arg (*ap, uint32_t *) =
+            it->gtids != NULL ? it->gtids[it->task] : it->base + (uint32_t) it->task;
     else
         *va_arg (*ap, int *) = it->exit_status;
     return ESPANK_SUCCESS;
@@ -294,32 +307,38 @@ void standin_trace_env (const char *when)
         fprintf (stderr, "   %s=%s\n", env.name[i], env.value[i]);
 }
 
-/* slurmd's log: one line, nothing a terminal would act on. */
-static void log_line (const char *fmt, va_list ap) __attribute__ ((format (printf, 1, 0)));
-static void log_line (const char *fmt, va_list ap)
+bool standin_said;
+
+/* slurmd's log: one line, nothing a terminal would act on.  In srun, a line the user
+ * sees (shown: info and error) is noted in standin_said. */
+static void log_line (bool shown, const char *fmt, va_list ap)
+    __attribute__ ((format (printf, 2, 0)));
+static void log_line (bool shown, const char *fmt, va_list ap)
 {
     char line[4096];
 
     vsnprintf (line, sizeof (line), fmt, ap);
+    if (shown && standin_context == S_CTX_LOCAL)
+        standin_said = true;
     if (tracing ())
         fprintf (stderr, "log: %s\n", line);
     for (const char *c = line; *c != '\0'; c++)
         FUZZ_CHECK ((unsigned char) *c >= 0x20 && (unsigned char) *c != 0x7f);
 }
 
-#define LOG_FUNCTION(name)                                                                         \
+#define LOG_FUNCTION(name, shown)                                                                  \
     void name (const char *fmt, ...)                                                               \
     {                                                                                              \
         va_list ap;                                                                                \
         va_start (ap, fmt);                                                                        \
-        log_line (fmt, ap);                                                                        \
+        log_line (shown, fmt, ap);                                                                 \
         va_end (ap);                                                                               \
     }
 
-LOG_FUNCTION (slurm_error)
-LOG_FUNCTION (slurm_info)
-LOG_FUNCTION (slurm_verbose)
-LOG_FUNCTION (slurm_debug)
+LOG_FUNCTION (slurm_error, true)
+LOG_FUNCTION (slurm_info, true)
+LOG_FUNCTION (slurm_verbose, false)
+LOG_FUNCTION (slurm_debug, false)
 
 /* The user's stderr: any text (the help has several lines). */
 void slurm_spank_log (const char *fmt, ...)
@@ -339,74 +358,118 @@ char *slurm_strerror (int errnum)
     return strerror (errnum);
 }
 
-/* ---- srun's side (spank/local.c): never called in slurmstepd -------------- */
+/* ---- srun's side (spank/local.c): bench_sim's answers, else never called ------ */
 
 slurm_conf_t slurm_conf;
 
 slurm_step_layout_t *slurm_job_step_layout_get (slurm_step_id_t *step_id)
 {
     (void) step_id;
-    abort ();
+    if (standin_srun == NULL)
+        abort ();
+    return standin_srun->layout;
 }
 
 void slurm_job_step_layout_free (slurm_step_layout_t *layout)
 {
     (void) layout;
-    abort ();
+    if (standin_srun == NULL)
+        abort ();
 }
 
 int slurm_load_node_single (node_info_msg_t **resp, char *node_name, uint16_t show_flags)
 {
-    (void) resp, (void) node_name, (void) show_flags;
-    abort ();
+    node_info_msg_t *msg;
+
+    (void) show_flags;
+    if (standin_srun == NULL)
+        abort ();
+    if ((msg = calloc (1, sizeof (*msg))) == NULL
+        || (msg->node_array = calloc (1, sizeof (*msg->node_array))) == NULL) {
+        free (msg);
+        return SLURM_ERROR;
+    }
+    msg->record_count = 1;
+    msg->node_array[0].name = fuzz_dup (node_name);
+    msg->node_array[0].node_addr = fuzz_dup (standin_srun->node_addr);
+    *resp = msg;
+    return SLURM_SUCCESS;
 }
 
 void slurm_free_node_info_msg (node_info_msg_t *msg)
 {
-    (void) msg;
-    abort ();
+    if (standin_srun == NULL)
+        abort ();
+    if (msg == NULL)
+        return;
+    for (uint32_t i = 0; i < msg->record_count; i++) {
+        free (msg->node_array[i].name);
+        free (msg->node_array[i].node_addr);
+    }
+    free (msg->node_array);
+    free (msg);
+}
+
+/* The answer's records are never read: only printed, from standin_srun. */
+static int load_topo (topo_info_response_msg_t **resp)
+{
+    if (standin_srun == NULL)
+        abort ();
+    if (standin_srun->topology == NULL)
+        return SLURM_ERROR;
+    if ((*resp = calloc (1, sizeof (**resp))) == NULL)
+        return SLURM_ERROR;
+    (*resp)->record_count = 1; /* (22.05's callers print none of an empty answer) */
+    return SLURM_SUCCESS;
+}
+
+static void print_topo (FILE *out)
+{
+    if (standin_srun == NULL)
+        abort ();
+    fputs (standin_srun->topology, out);
 }
 
 #if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(25, 5, 0)
 int slurm_load_topo (topo_info_response_msg_t **resp, char *name)
 {
-    (void) resp, (void) name;
-    abort ();
+    (void) name;
+    return load_topo (resp);
 }
 
 void slurm_print_topo_info_msg (FILE *out, topo_info_response_msg_t *msg, char *node_list,
                                 char *unit, int one_liner)
 {
-    (void) out, (void) msg, (void) node_list, (void) unit, (void) one_liner;
-    abort ();
+    (void) msg, (void) node_list, (void) unit, (void) one_liner;
+    print_topo (out);
 }
 #else
 int slurm_load_topo (topo_info_response_msg_t **resp)
 {
-    (void) resp;
-    abort ();
+    return load_topo (resp);
 }
 
 #if SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(23, 11, 0)
 void slurm_print_topo_info_msg (FILE *out, topo_info_response_msg_t *msg, char *node_list,
                                 int one_liner)
 {
-    (void) out, (void) msg, (void) node_list, (void) one_liner;
-    abort ();
+    (void) msg, (void) node_list, (void) one_liner;
+    print_topo (out);
 }
 #else
 void slurm_print_topo_info_msg (FILE *out, topo_info_response_msg_t *msg, int one_liner)
 {
-    (void) out, (void) msg, (void) one_liner;
-    abort ();
+    (void) msg, (void) one_liner;
+    print_topo (out);
 }
 #endif
 #endif
 
 void slurm_free_topo_info_msg (topo_info_response_msg_t *msg)
 {
-    (void) msg;
-    abort ();
+    if (standin_srun == NULL)
+        abort ();
+    free (msg);
 }
 
 /* ---- Slurm's hostlist, minimally ------------------------------------------ */
@@ -417,6 +480,11 @@ void slurm_free_topo_info_msg (topo_info_response_msg_t *msg)
 struct hostlist {
     char **host;
     size_t n, next;
+    /* "PREFIX[LO-HI]" (bench_sim's lists) is kept as its range, as Slurm keeps one:
+     * names are made as they are shifted */
+    char prefix[64];
+    unsigned long lo, hi;
+    bool range;
 };
 
 static int push (const char *name, void *arg)
@@ -424,13 +492,40 @@ static int push (const char *name, void *arg)
     struct hostlist *hl = arg;
     char **more;
 
-    if (hl->n == STANDIN_HOSTS_MAX)
+    if (hl->n == standin_hosts_max)
         return -1;
-    if ((more = realloc (hl->host, (hl->n + 1) * sizeof (*more))) == NULL)
-        return -1;
-    hl->host = more;
+    /* (at 0, 1, 2, 4, ... names: doubled) */
+    if ((hl->n & (hl->n - 1)) == 0) {
+        if ((more = realloc (hl->host, (hl->n > 0 ? 2 * hl->n : 1) * sizeof (*more))) == NULL)
+            return -1;
+        hl->host = more;
+    }
     hl->host[hl->n++] = fuzz_dup (name);
     return 0;
+}
+
+/* One range of plain numbers, "PREFIX[LO-HI]" with LO <= HI, no leading zeros. */
+static bool take_range (struct hostlist *hl, const char *text)
+{
+    const char *open = strchr (text, '[');
+    char *end;
+
+    if (open == NULL || (size_t) (open - text) >= sizeof (hl->prefix) || open[1] < '1'
+        || open[1] > '9')
+        return false;
+    hl->lo = strtoul (open + 1, &end, 10);
+    if (*end != '-' || end[1] < '1' || end[1] > '9')
+        return false;
+    hl->hi = strtoul (end + 1, &end, 10);
+    if (strcmp (end, "]") != 0 || hl->hi < hl->lo || hl->hi - hl->lo >= standin_hosts_max)
+        return false;
+    memcpy (hl->prefix, text, (size_t) (open - text));
+    hl->prefix[open - text] = '\0';
+    for (const char *c = hl->prefix; *c != '\0'; c++)
+        if (strchr ("[],- \t\n\\", *c) != NULL)
+            return false;
+    hl->n = hl->hi - hl->lo + 1;
+    return hl->range = true;
 }
 
 dt_hostlist_t slurm_hostlist_create (const char *text)
@@ -439,6 +534,8 @@ dt_hostlist_t slurm_hostlist_create (const char *text)
 
     if (hl == NULL)
         return NULL;
+    if (text != NULL && standin_srun != NULL && take_range (hl, text))
+        return hl;
     if (dist_hostlist_each (text != NULL ? text : "", DIST_HOSTLIST_LOOSE, push, hl) != 0) {
         slurm_hostlist_destroy (hl);
         return NULL;
@@ -452,6 +549,11 @@ char *slurm_hostlist_shift (dt_hostlist_t hl)
 
     if (hl == NULL || hl->next == hl->n)
         return NULL;
+    if (hl->range) {
+        if ((name = malloc (strlen (hl->prefix) + 24)) != NULL)
+            sprintf (name, "%s%lu", hl->prefix, hl->lo + hl->next++);
+        return name;
+    }
     name = hl->host[hl->next];
     hl->host[hl->next++] = NULL;
     return name;
@@ -459,8 +561,20 @@ char *slurm_hostlist_shift (dt_hostlist_t hl)
 
 int slurm_hostlist_find (dt_hostlist_t hl, const char *hostname)
 {
+    size_t len;
+    unsigned long v;
+    char *end;
+
     if (hl == NULL || hostname == NULL)
         return -1;
+    if (hl->range) {
+        len = strlen (hl->prefix);
+        if (strncmp (hostname, hl->prefix, len) != 0 || hostname[len] < '1' || hostname[len] > '9')
+            return -1;
+        v = strtoul (hostname + len, &end, 10);
+        return *end == '\0' && v >= hl->lo + hl->next && v <= hl->hi ? (int) (v - hl->lo - hl->next)
+                                                                     : -1;
+    }
     for (size_t i = hl->next; i < hl->n; i++)
         if (strcmp (hl->host[i], hostname) == 0)
             return (int) (i - hl->next);
@@ -471,7 +585,7 @@ void slurm_hostlist_destroy (dt_hostlist_t hl)
 {
     if (hl == NULL)
         return;
-    for (size_t i = 0; i < hl->n; i++)
+    for (size_t i = 0; !hl->range && i < hl->n; i++)
         free (hl->host[i]);
     free (hl->host);
     free (hl);

@@ -11,7 +11,7 @@
 #include <slurm/spank.h>
 
 #define STANDIN_ENV_MAX 64
-#define STANDIN_HOSTS_MAX 4096 /* a hostlist larger than this is refused */
+#define STANDIN_HOSTS_MAX 4096 /* the fuzzer's default: a hostlist larger is refused */
 
 /* What slurmstepd knows of the step (spank_get_item); the harness keeps
  * Slurm's own invariants (nodeid < nnodes, local tasks within the step). */
@@ -20,10 +20,23 @@ struct standin_items {
     char *cores; /* S_JOB_ALLOC_CORES */
     int task; /* the local task of task_init/task_exit, -1 none */
     int exit_status; /* S_TASK_EXIT_STATUS */
+    const uint32_t *gtids; /* the node's tasks' Slurm ranks; NULL: base .. base + local - 1 */
 };
 
 extern struct standin_items standin_items;
 extern struct spank_option *standin_option; /* what the plugin registered */
+extern spank_context_t standin_context; /* spank_context()'s answer: S_CTX_REMOTE */
+extern size_t standin_hosts_max; /* names a hostlist may hold: STANDIN_HOSTS_MAX */
+
+/* What srun asks slurmctld (spank/local.c), for bench_sim; NULL (the fuzzer's) aborts
+ * at any such call, as slurmstepd never makes one. */
+struct standin_srun {
+    slurm_step_layout_t *layout; /* the step's: the caller's, never freed here */
+    const char *node_addr; /* every node's NodeAddr */
+    const char *topology; /* the topology as Slurm prints it, one record a line */
+};
+extern const struct standin_srun *standin_srun;
+extern bool standin_said; /* srun logged a line the user sees (info, error) */
 
 /* Forget the previous input: the environment, the names, the option. */
 void standin_reset (void);
