@@ -320,21 +320,104 @@ static int take_run (const char **p, uint32_t bound, uint32_t left, uint32_t *fi
     return terms * *each > left ? -1 : 0;
 }
 
+int dist_runs_read (const char **p, uint32_t bound, uint32_t count, struct dist_runs *out)
+{
+    struct dist_run run, *more;
+    uint32_t i = 0, cap = 0;
+
+    memset (out, 0, sizeof (*out));
+    while (i < count) {
+        if ((i > 0 && !dist_take_word (p, ","))
+            || take_run (p, bound, count - i, &run.first, &run.last, &run.each) < 0)
+            goto fail;
+        if (out->n == cap) {
+            cap = cap > 0 ? 2 * cap : 8;
+            if ((more = realloc (out->run, cap * sizeof (*more))) == NULL)
+                goto fail;
+            out->run = more;
+        }
+        run.start = i;
+        out->run[out->n++] = run;
+        i += dist_run_length (&run);
+    }
+    out->count = count;
+    out->bound = bound;
+    return 0;
+fail:
+    dist_runs_free (out);
+    return -1;
+}
+
+void dist_runs_free (struct dist_runs *r)
+{
+    free (r->run);
+    memset (r, 0, sizeof (*r));
+}
+
+uint32_t dist_run_length (const struct dist_run *run)
+{
+    return ((run->last > run->first ? run->last - run->first : run->first - run->last) + 1)
+           * run->each;
+}
+
+uint32_t dist_run_value (const struct dist_run *run, uint32_t offset)
+{
+    uint32_t term = offset / run->each;
+
+    return run->last >= run->first ? run->first + term : run->first - term;
+}
+
+uint32_t dist_runs_find (const struct dist_runs *r, uint32_t i)
+{
+    uint32_t lo = 0, hi = r->n;
+
+    /* the last run that starts at or before i */
+    while (hi - lo > 1) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (r->run[mid].start <= i)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+uint32_t dist_runs_value (const struct dist_runs *r, uint32_t i)
+{
+    const struct dist_run *run = &r->run[dist_runs_find (r, i)];
+
+    return dist_run_value (run, i - run->start);
+}
+
 int dist_runs_take (const char **p, uint32_t bound, uint32_t count, uint32_t *values)
 {
-    uint32_t first, last, each, v, i = 0, k;
+    struct dist_runs r;
+    uint32_t i = 0;
 
-    while (i < count) {
-        if (i > 0 && !dist_take_word (p, ","))
-            return -1;
-        if (take_run (p, bound, count - i, &first, &last, &each) < 0)
-            return -1;
-        for (v = first;; v = last > first ? v + 1 : v - 1) {
-            for (k = 0; k < each; k++)
-                values[i++] = v;
-            if (v == last)
-                break;
-        }
+    if (dist_runs_read (p, bound, count, &r) < 0)
+        return -1;
+    for (uint32_t k = 0; k < r.n; k++)
+        for (uint32_t o = 0, len = dist_run_length (&r.run[k]); o < len; o++)
+            values[i++] = dist_run_value (&r.run[k], o);
+    dist_runs_free (&r);
+    return 0;
+}
+
+int dist_layout_text_runs (const char *text, uint32_t job_id, uint32_t step_id, uint32_t nnodes,
+                           uint32_t nranks, struct dist_runs *runs)
+{
+    const char *p = text;
+    uint32_t job, step, nodes, ranks;
+
+    memset (runs, 0, sizeof (*runs));
+    if (text == NULL || strnlen (text, DIST_LAYOUT_TEXT_MAX) >= DIST_LAYOUT_TEXT_MAX
+        || dist_layout_text_header (&p, &job, &step, &nodes, &ranks) < 0 || job != job_id
+        || step != step_id || nodes != nnodes || ranks != nranks
+        || dist_runs_read (&p, nnodes, nranks, runs) < 0)
+        return -1;
+    if (*p != '\0') {
+        dist_runs_free (runs);
+        return -1;
     }
     return 0;
 }
@@ -342,13 +425,14 @@ int dist_runs_take (const char **p, uint32_t bound, uint32_t count, uint32_t *va
 int dist_layout_text_parse (const char *text, uint32_t job_id, uint32_t step_id, uint32_t nnodes,
                             uint32_t nranks, uint32_t *node_of_rank)
 {
-    const char *p = text;
-    uint32_t job, step, nodes, ranks;
+    struct dist_runs runs;
+    uint32_t i = 0;
 
-    if (text == NULL || strnlen (text, DIST_LAYOUT_TEXT_MAX) >= DIST_LAYOUT_TEXT_MAX
-        || dist_layout_text_header (&p, &job, &step, &nodes, &ranks) < 0 || job != job_id
-        || step != step_id || nodes != nnodes || ranks != nranks
-        || dist_runs_take (&p, nnodes, nranks, node_of_rank) < 0)
+    if (dist_layout_text_runs (text, job_id, step_id, nnodes, nranks, &runs) < 0)
         return -1;
-    return *p == '\0' ? 0 : -1;
+    for (uint32_t k = 0; k < runs.n; k++)
+        for (uint32_t o = 0, len = dist_run_length (&runs.run[k]); o < len; o++)
+            node_of_rank[i++] = dist_run_value (&runs.run[k], o);
+    dist_runs_free (&runs);
+    return 0;
 }

@@ -83,6 +83,32 @@ bool dist_take_word (const char **p, const char *word);
  * bound, runs that do not add up to count, or anything malformed. */
 int dist_runs_take (const char **p, uint32_t bound, uint32_t count, uint32_t *values);
 
+/* Such runs kept as they are: what a node works out from them costs it the runs, not the
+ * values (a step's ranks).  Run k holds values start .. start + length - 1. */
+struct dist_run {
+    uint32_t first, last, each; /* "first..last*each" */
+    uint32_t start; /* the index of its first value */
+};
+struct dist_runs {
+    uint32_t n; /* runs */
+    uint32_t count, bound; /* values, each below bound */
+    struct dist_run *run;
+};
+
+/* As dist_runs_take, into runs (malloc'ed; free with dist_runs_free): 0, or -1 (none held). */
+int dist_runs_read (const char **p, uint32_t bound, uint32_t count, struct dist_runs *out);
+void dist_runs_free (struct dist_runs *r);
+/* The values a run holds, and the one at offset (below that) into it. */
+uint32_t dist_run_length (const struct dist_run *run);
+uint32_t dist_run_value (const struct dist_run *run, uint32_t offset);
+/* The run that holds value i (below r->count), and that value. */
+uint32_t dist_runs_find (const struct dist_runs *r, uint32_t i);
+uint32_t dist_runs_value (const struct dist_runs *r, uint32_t i);
+
+/* A layout's text as its runs, checked as dist_layout_text_parse checks it. */
+int dist_layout_text_runs (const char *text, uint32_t job_id, uint32_t step_id, uint32_t nnodes,
+                           uint32_t nranks, struct dist_runs *runs);
+
 /* The header of such text, "step=J.S nodes=N ranks=R layout=", at *p into its four
  * numbers, *p moved past it: 0, or -1 when it is not one. */
 int dist_layout_text_header (const char **p, uint32_t *job, uint32_t *step, uint32_t *nodes,

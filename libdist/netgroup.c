@@ -149,22 +149,41 @@ char *dist_netgroup_text (uint32_t job_id, uint32_t step_id, uint32_t ngroups,
     return text;
 }
 
-int dist_netgroup_text_parse (const char *text, uint32_t job_id, uint32_t step_id, uint32_t nnodes,
-                              uint32_t *group_of_node, uint32_t *ngroups)
+int dist_netgroup_text_runs (const char *text, uint32_t job_id, uint32_t step_id, uint32_t nnodes,
+                             struct dist_runs *groups, uint32_t *ngroups)
 {
     const char *p = text;
-    uint32_t job, step, groups, nodes;
+    uint32_t job, step, n, nodes;
 
+    memset (groups, 0, sizeof (*groups));
     if (text == NULL || strnlen (text, DIST_LAYOUT_TEXT_MAX) >= DIST_LAYOUT_TEXT_MAX
         || !dist_take_word (&p, "step=") || dist_take_u32 (&p, ".", &job) < 0
         || !dist_take_word (&p, ".") || dist_take_u32 (&p, " ", &step) < 0
-        || !dist_take_word (&p, " groups=") || dist_take_u32 (&p, " ", &groups) < 0
+        || !dist_take_word (&p, " groups=") || dist_take_u32 (&p, " ", &n) < 0
         || !dist_take_word (&p, " nodes=") || dist_take_u32 (&p, " ", &nodes) < 0
         || !dist_take_word (&p, " of=") || job != job_id || step != step_id || nodes != nnodes
-        || groups == 0 || groups > nnodes || dist_runs_take (&p, groups, nnodes, group_of_node) < 0
-        || *p != '\0')
+        || n == 0 || n > nnodes || dist_runs_read (&p, n, nnodes, groups) < 0)
         return -1;
-    *ngroups = groups;
+    if (*p != '\0') {
+        dist_runs_free (groups);
+        return -1;
+    }
+    *ngroups = n;
+    return 0;
+}
+
+int dist_netgroup_text_parse (const char *text, uint32_t job_id, uint32_t step_id, uint32_t nnodes,
+                              uint32_t *group_of_node, uint32_t *ngroups)
+{
+    struct dist_runs runs;
+    uint32_t i = 0;
+
+    if (dist_netgroup_text_runs (text, job_id, step_id, nnodes, &runs, ngroups) < 0)
+        return -1;
+    for (uint32_t k = 0; k < runs.n; k++)
+        for (uint32_t o = 0, len = dist_run_length (&runs.run[k]); o < len; o++)
+            group_of_node[i++] = dist_run_value (&runs.run[k], o);
+    dist_runs_free (&runs);
     return 0;
 }
 
@@ -273,6 +292,217 @@ out:
     if (rc < 0)
         dist_netorder_free (o);
     return rc;
+}
+
+/* ---- one node's share of the order, from the runs ---------------------------------- */
+
+/* Which values count: those equal to g, or those below it. */
+enum which { EQUAL, BELOW };
+
+/* The offsets into a run (its `each` copies of each term together) whose term's value is
+ * g (EQUAL) or below g (BELOW): one span [*lo, *hi), possibly empty. */
+static void run_span (const struct dist_run *run, uint32_t g, enum which which, uint64_t *lo,
+                      uint64_t *hi)
+{
+    bool up = run->last >= run->first;
+    uint64_t terms = (uint64_t) (up ? run->last - run->first : run->first - run->last) + 1, t0, t1;
+
+    if (which == EQUAL) {
+        if (up ? g < run->first || g > run->last : g > run->first || g < run->last) {
+            *lo = *hi = 0;
+            return;
+        }
+        t0 = up ? g - run->first : run->first - g;
+        t1 = t0 + 1;
+    } else if (up) {
+        t0 = 0; /* first, first+1, ... below g: a head */
+        t1 = g <= run->first ? 0 : g - run->first < terms ? g - run->first : terms;
+    } else {
+        t1 = terms; /* first, first-1, ... below g from term first-g+1 on: a tail */
+        t0 = run->first < g                            ? 0
+             : (uint64_t) (run->first - g) + 1 < terms ? run->first - g + 1
+                                                       : terms;
+    }
+    *lo = t0 * run->each;
+    *hi = t1 * run->each;
+}
+
+/* How many of values [a, b) of r are g (or below g). */
+static uint64_t count_values (const struct dist_runs *r, uint64_t a, uint64_t b, uint32_t g,
+                              enum which which)
+{
+    uint64_t n = 0, lo, hi, s, e;
+
+    if (a >= b)
+        return 0;
+    for (uint32_t k = dist_runs_find (r, (uint32_t) a); k < r->n && r->run[k].start < b; k++) {
+        run_span (&r->run[k], g, which, &lo, &hi);
+        s = r->run[k].start + lo;
+        e = r->run[k].start + hi;
+        s = s > a ? s : a;
+        e = e < b ? e : b;
+        n += e > s ? e - s : 0;
+    }
+    return n;
+}
+
+/* Nodes [a, b) whose group is g (or below g); groups NULL: every node is in group 0. */
+static uint64_t count_nodes (const struct dist_runs *groups, uint64_t a, uint64_t b, uint32_t g,
+                             enum which which)
+{
+    if (groups != NULL)
+        return count_values (groups, a, b, g, which);
+    if (a >= b || (which == EQUAL ? g != 0 : g == 0))
+        return 0;
+    return b - a;
+}
+
+/* Slurm ranks [0, end) whose node's group is g (or below g): each run of the layout holds
+ * its terms' nodes `each` times; whole terms count their nodes, a cut one its own. */
+static uint64_t count_ranks (const struct dist_runs *layout, const struct dist_runs *groups,
+                             uint64_t end, uint32_t g, enum which which)
+{
+    uint64_t n = 0;
+
+    for (uint32_t k = 0; k < layout->n && layout->run[k].start < end; k++) {
+        const struct dist_run *run = &layout->run[k];
+        uint64_t len = dist_run_length (run),
+                 take = end - run->start < len ? end - run->start : len;
+        uint64_t whole = take / run->each, cut = take % run->each, lo, hi;
+        bool up = run->last >= run->first;
+        if (whole > 0) {
+            lo = up ? run->first : run->first - (whole - 1);
+            hi = up ? run->first + whole : run->first + 1;
+            n += count_nodes (groups, lo, hi, g, which) * run->each;
+        }
+        if (cut > 0) {
+            uint32_t node = dist_run_value (run, (uint32_t) (whole * run->each));
+            n += count_nodes (groups, node, (uint64_t) node + 1, g, which) * cut;
+        }
+    }
+    return n;
+}
+
+/* Whether every node first appears in node order (0, 1, 2, ...), each of nnodes: then a
+ * node's place among the nodes by first rank is its own index. */
+static bool nodes_in_order (const struct dist_runs *layout, uint32_t nnodes)
+{
+    uint64_t next = 0; /* nodes seen: 0 .. next-1 */
+
+    for (uint32_t k = 0; k < layout->n; k++) {
+        const struct dist_run *run = &layout->run[k];
+        if (run->last >= run->first) {
+            if (run->first > next)
+                return false;
+            if ((uint64_t) run->last + 1 > next)
+                next = (uint64_t) run->last + 1;
+        } else if (run->first > next) {
+            return false; /* going down, only its first term may be new: the next node */
+        } else if (run->first == next) {
+            next++;
+        }
+    }
+    return next == nnodes;
+}
+
+/* Nodes of a run's first m terms (first, first+1, ... or first, first-1, ...) in group g. */
+static uint64_t head_nodes_in (const struct dist_runs *groups, const struct dist_run *run,
+                               uint64_t m, uint32_t g)
+{
+    if (run->last >= run->first)
+        return count_nodes (groups, run->first, run->first + m, g, EQUAL);
+    return count_nodes (groups, run->first + 1 - m, (uint64_t) run->first + 1, g, EQUAL);
+}
+
+/* The first Slurm rank whose node is in group g: *rank, or false when none. */
+static bool first_rank_in (const struct dist_runs *layout, const struct dist_runs *groups,
+                           uint32_t g, uint32_t *rank)
+{
+    for (uint32_t k = 0; k < layout->n; k++) {
+        const struct dist_run *run = &layout->run[k];
+        uint64_t lo = 0, hi = dist_run_length (run) / run->each, mid;
+        if (head_nodes_in (groups, run, hi, g) == 0)
+            continue;
+        /* the fewest terms that reach one in g: none of the first lo, some of the first hi */
+        while (hi - lo > 1) {
+            mid = lo + (hi - lo) / 2;
+            if (head_nodes_in (groups, run, mid, g) > 0)
+                hi = mid;
+            else
+                lo = mid;
+        }
+        *rank = run->start + (uint32_t) (hi - 1) * run->each;
+        return true;
+    }
+    return false;
+}
+
+void dist_local_order_free (struct dist_local_order *o)
+{
+    free (o->rank);
+    free (o->group_rank);
+    memset (o, 0, sizeof (*o));
+}
+
+/* Whether the runs are a layout and groups that belong together, node `me` one of the
+ * nodes, and the nodes come in their own order. */
+static bool runs_usable (const struct dist_runs *layout, const struct dist_runs *groups,
+                         uint32_t ngroups, uint32_t me)
+{
+    uint32_t nnodes = layout->bound;
+
+    if (ngroups == 0 || me >= nnodes)
+        return false;
+    if (groups != NULL ? groups->count != nnodes || groups->bound != ngroups : ngroups != 1)
+        return false;
+    return nodes_in_order (layout, nnodes);
+}
+
+/* Under by_group, RANK 0 is the first Slurm rank of the lowest group that has one. */
+static int rank0_by_group (const struct dist_runs *layout, const struct dist_runs *groups,
+                           uint32_t ngroups, uint32_t *slurm_rank0)
+{
+    uint32_t lowest = 0;
+
+    while (lowest < ngroups && count_nodes (groups, 0, layout->bound, lowest, EQUAL) == 0)
+        lowest++;
+    return lowest < ngroups && first_rank_in (layout, groups, lowest, slurm_rank0) ? 0 : -1;
+}
+
+int dist_local_order_make (struct dist_local_order *o, int by_group, const struct dist_runs *layout,
+                           const struct dist_runs *groups, uint32_t ngroups, uint32_t me,
+                           const uint32_t *mine, uint32_t nlocal)
+{
+    uint32_t nnodes = layout->bound, nranks = layout->count;
+    uint64_t below;
+
+    memset (o, 0, sizeof (*o));
+    if (!runs_usable (layout, groups, ngroups, me))
+        return -1;
+    o->ngroups = ngroups;
+    o->nlocal = nlocal;
+    o->group = groups != NULL ? dist_runs_value (groups, me) : 0;
+    o->rank = calloc (nlocal > 0 ? nlocal : 1, sizeof (*o->rank));
+    o->group_rank = calloc (nlocal > 0 ? nlocal : 1, sizeof (*o->group_rank));
+    if (o->rank == NULL || o->group_rank == NULL
+        || (by_group && rank0_by_group (layout, groups, ngroups, &o->slurm_rank0) < 0))
+        goto fail;
+    o->group_size = (uint32_t) count_ranks (layout, groups, nranks, o->group, EQUAL);
+    below = by_group ? count_ranks (layout, groups, nranks, o->group, BELOW) : 0;
+    for (uint32_t i = 0; i < nlocal; i++) {
+        if (mine[i] >= nranks)
+            goto fail;
+        o->group_rank[i] = (uint32_t) count_ranks (layout, groups, mine[i], o->group, EQUAL);
+        o->rank[i] = by_group ? (uint32_t) below + o->group_rank[i] : mine[i];
+    }
+    /* the nodes follow their first RANK: by group, each group's in their own order */
+    o->node_rank = by_group ? (uint32_t) (count_nodes (groups, 0, nnodes, o->group, BELOW)
+                                          + count_nodes (groups, 0, me, o->group, EQUAL))
+                            : me;
+    return 0;
+fail:
+    dist_local_order_free (o);
+    return -1;
 }
 
 uint32_t dist_netgroup_ring_crossings (const uint32_t *group_in_order, uint32_t n)

@@ -12,8 +12,11 @@
 #ifndef DIST_NETGROUP_H
 #define DIST_NETGROUP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "handover.h"
 
 #define DIST_NETGROUP_VAR "SLURM_DIST_TRAIN_TOPOLOGY"
 
@@ -36,6 +39,10 @@ char *dist_netgroup_text (uint32_t job_id, uint32_t step_id, uint32_t ngroups,
  * *ngroups (1 to nnodes); -1 for another step, another node count or anything malformed. */
 int dist_netgroup_text_parse (const char *text, uint32_t job_id, uint32_t step_id, uint32_t nnodes,
                               uint32_t *group_of_node, uint32_t *ngroups);
+
+/* The same, kept as its runs (free with dist_runs_free). */
+int dist_netgroup_text_runs (const char *text, uint32_t job_id, uint32_t step_id, uint32_t nnodes,
+                             struct dist_runs *groups, uint32_t *ngroups);
 
 /* What the groups mean for a step's ranks. */
 struct dist_netorder {
@@ -62,6 +69,26 @@ void dist_netorder_free (struct dist_netorder *o);
 
 /* How many hops of a ring through n ranks in order (group_in_order[i] the group of the
  * i-th) go from one group to another: the links between switches a ring crosses. */
+/* What one node needs of dist_netorder_make's order, worked out from the runs of the
+ * layout (the node of every Slurm rank) and of the groups (the group of every node; NULL:
+ * one group) in time that grows with the runs, not with the ranks or nodes. */
+struct dist_local_order {
+    uint32_t node_rank; /* GROUP_RANK of this node */
+    uint32_t slurm_rank0; /* the Slurm rank that is RANK 0 */
+    uint32_t ngroups, group, group_size; /* the groups; this node's, and its ranks */
+    uint32_t nlocal;
+    uint32_t *rank; /* RANK of each of this node's Slurm ranks, as given */
+    uint32_t *group_rank; /* their index among the group's ranks, in RANK order */
+};
+
+/* For node `me` and its Slurm ranks mine[nlocal]: 0, or -1 when out of memory, when a run
+ * is out of range, or when the nodes do not first appear in their own order (-m arbitrary
+ * may deal them out in any), where only the whole order tells (dist_netorder_make). */
+int dist_local_order_make (struct dist_local_order *o, int by_group, const struct dist_runs *layout,
+                           const struct dist_runs *groups, uint32_t ngroups, uint32_t me,
+                           const uint32_t *mine, uint32_t nlocal);
+void dist_local_order_free (struct dist_local_order *o);
+
 uint32_t dist_netgroup_ring_crossings (const uint32_t *group_in_order, uint32_t n);
 
 #endif /* DIST_NETGROUP_H */

@@ -2,6 +2,7 @@
  * hands over, and the rank order that keeps each group's ranks together. */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -167,6 +168,140 @@ static void test_slurm_order_kept (void **state)
     assert_null (o.new_rank);
 }
 
+/* ---- one node's share, from the runs, against the whole order ----------------------- */
+
+static uint64_t seed = 0x2545f4914f6cdd1du;
+
+static uint32_t below (uint32_t n)
+{
+    seed ^= seed << 13;
+    seed ^= seed >> 7;
+    seed ^= seed << 17;
+    return (uint32_t) (seed % n);
+}
+
+/* A layout of nnodes nodes: block, cyclic or plane over uneven counts, whole nodes in
+ * reverse, or shuffled ranks; into node_of_rank, its rank count returned. */
+static uint32_t make_layout (int kind, uint32_t nnodes, uint32_t *node_of_rank)
+{
+    uint32_t counts[64], left[64], n = 0, plane = 1 + below (3);
+
+    for (uint32_t i = 0; i < nnodes; i++)
+        n += left[i] = counts[i] = kind == 0 ? 4 : 1 + below (4);
+    if (kind <= 1) /* block */
+        for (uint32_t i = 0, r = 0; i < nnodes; i++)
+            for (uint32_t k = 0; k < counts[i]; k++)
+                node_of_rank[r++] = i;
+    else if (kind <= 3) /* cyclic (plane 1), plane */
+        for (uint32_t r = 0, i = 0; r < n; i = (i + 1) % nnodes)
+            for (uint32_t k = 0; k < (kind == 2 ? 1 : plane) && left[i] > 0; k++, left[i]--)
+                node_of_rank[r++] = i;
+    else if (kind == 4) /* a hostfile of whole nodes, last first */
+        for (uint32_t i = nnodes, r = 0; i-- > 0;)
+            for (uint32_t k = 0; k < counts[i]; k++)
+                node_of_rank[r++] = i;
+    else { /* scrambled */
+        for (uint32_t i = 0, r = 0; i < nnodes; i++)
+            for (uint32_t k = 0; k < counts[i]; k++)
+                node_of_rank[r++] = i;
+        for (uint32_t r = n; r > 1; r--) {
+            uint32_t j = below (r), t = node_of_rank[r - 1];
+            node_of_rank[r - 1] = node_of_rank[j];
+            node_of_rank[j] = t;
+        }
+    }
+    return n;
+}
+
+/* Groups of consecutive nodes, or of nodes anywhere; their number. */
+static uint32_t make_groups (bool consecutive, uint32_t nnodes, uint32_t *group)
+{
+    uint32_t ngroups = 1 + below (nnodes < 5 ? nnodes : 5), g;
+
+    for (uint32_t i = 0; i < nnodes; i++)
+        group[i] = consecutive ? (uint32_t) ((uint64_t) i * ngroups / nnodes) : below (ngroups);
+    /* (every group holds a node, as dist_netgroup_assign numbers them; consecutive ones
+     * do, ngroups being at most nnodes) */
+    for (g = 0; !consecutive && g < ngroups; g++)
+        group[g] = g;
+    return ngroups;
+}
+
+/* Whether the nodes first appear as 0, 1, 2, ...: what the runs' shortcut needs. */
+static bool first_in_order (const uint32_t *node_of_rank, uint32_t n)
+{
+    uint32_t next = 0;
+
+    for (uint32_t r = 0; r < n; r++) {
+        if (node_of_rank[r] > next)
+            return false;
+        if (node_of_rank[r] == next)
+            next++;
+    }
+    return true;
+}
+
+/* Every node of many layouts: what it works out from the runs is what the whole order
+ * says, and it works it out whenever the nodes first appear in order. */
+static void test_local_order_matches (void **state)
+{
+    uint32_t node_of_rank[256], group[64], mine[8];
+    int checked = 0;
+
+    (void) state;
+    for (int round = 0; round < 600; round++) {
+        int kind = round % 6, by_group = (round / 6) % 2;
+        bool with_groups = (round / 12) % 3 != 0, consecutive = (round / 12) % 3 == 1;
+        uint32_t nnodes = 1 + below (24), n = make_layout (kind, nnodes, node_of_rank);
+        uint32_t ngroups = with_groups ? make_groups (consecutive, nnodes, group) : 1;
+        struct dist_runs lr, gr;
+        struct dist_netorder full;
+        char *lt, *gt;
+
+        if (!with_groups)
+            memset (group, 0, sizeof (group));
+        lt = dist_layout_text (1, 0, nnodes, node_of_rank, n);
+        gt = dist_netgroup_text (1, 0, ngroups, group, nnodes);
+        assert_non_null (lt);
+        assert_non_null (gt);
+        assert_int_equal (dist_layout_text_runs (lt, 1, 0, nnodes, n, &lr), 0);
+        assert_int_equal (dist_netgroup_text_runs (gt, 1, 0, nnodes, &gr, &ngroups), 0);
+        assert_int_equal (
+            dist_netorder_make (&full, by_group, ngroups, group, nnodes, node_of_rank, n), 0);
+        for (uint32_t me = 0; me < nnodes; me++) {
+            struct dist_local_order o;
+            uint32_t nlocal = 0;
+            for (uint32_t r = 0; r < n && nlocal < 8; r++)
+                if (node_of_rank[r] == me)
+                    mine[nlocal++] = r;
+            int rc = dist_local_order_make (&o, by_group, &lr, with_groups ? &gr : NULL, ngroups,
+                                            me, mine, nlocal);
+            if (!first_in_order (node_of_rank, n)) {
+                assert_int_equal (rc, -1);
+                continue;
+            }
+            assert_int_equal (rc, 0);
+            assert_int_equal (o.node_rank, full.new_node[me]);
+            assert_int_equal (o.slurm_rank0, full.slurm_rank0);
+            assert_int_equal (o.ngroups, full.ngroups);
+            assert_int_equal (o.group, full.group_of_node[me]);
+            assert_int_equal (o.group_size, full.group_size[o.group]);
+            for (uint32_t i = 0; i < nlocal; i++) {
+                assert_int_equal (o.rank[i], full.new_rank[mine[i]]);
+                assert_int_equal (o.group_rank[i], full.group_rank[mine[i]]);
+            }
+            dist_local_order_free (&o);
+            checked++;
+        }
+        dist_netorder_free (&full);
+        dist_runs_free (&lr);
+        dist_runs_free (&gr);
+        free (lt);
+        free (gt);
+    }
+    assert_true (checked > 2000);
+}
+
 int main (void)
 {
     const struct CMUnitTest tests[] = {
@@ -177,6 +312,7 @@ int main (void)
         cmocka_unit_test (test_text_round_trip),
         cmocka_unit_test (test_order_by_group),
         cmocka_unit_test (test_slurm_order_kept),
+        cmocka_unit_test (test_local_order_matches),
     };
     return cmocka_run_group_tests (tests, NULL, NULL);
 }
