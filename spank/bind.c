@@ -43,7 +43,7 @@ struct node_binding {
     const struct dist_config *cfg;
     const struct node_topology *topology; /* where it came from, for verbose */
     const char *node_name;
-    const uint32_t *rank_of; /* RANK of each Slurm rank, NULL = the same */
+    const uint32_t *rank_of; /* RANK of each local task, NULL = Slurm's */
     uint32_t nranks;
     int ntasks;
     struct task_binding *task;
@@ -390,9 +390,10 @@ static void report (const struct node_binding *b, spank_t sp, bool cpus_theirs, 
     for (r = 0; r < b->ntasks && r < 64; r++) {
         const struct task_binding *tb = &b->task[r];
         uint32_t rank = 0;
-        (void) spank_get_item (sp, S_JOB_LOCAL_TO_GLOBAL_ID, (uint32_t) r, &rank);
-        if (b->rank_of != NULL && rank < b->nranks)
-            rank = b->rank_of[rank];
+        if (b->rank_of != NULL && (uint32_t) r < b->nranks)
+            rank = b->rank_of[r];
+        else
+            (void) spank_get_item (sp, S_JOB_LOCAL_TO_GLOBAL_ID, (uint32_t) r, &rank);
         slurm_spank_log ("%s: %s:   %-11d %-5lu %s  %s  %s  %s%s", PLUGIN_NAME, host, r,
                          (unsigned long) rank, tb->gpus ? tb->gpus : "-", tb->cpus, tb->mems,
                          tb->nic[0] ? tb->nic : "-",

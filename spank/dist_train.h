@@ -178,7 +178,8 @@ void dist_train_topology_free (struct node_topology *nt);
 /* bind.c: GPU/CPU/NIC binding, planned once per node, applied per task
  * (never fails the step; problems are reported by local rank 0) */
 struct node_binding;
-/* rank_of: RANK of each of nranks Slurm ranks, for verbose (NULL: the same). */
+/* rank_of: RANK of each of the node's nranks tasks, by local rank, for verbose (NULL:
+ * Slurm's). */
 struct node_binding *dist_train_bind_plan (spank_t sp, const struct dist_config *cfg,
                                            struct node_topology *nt, const char *node_name,
                                            const uint32_t *rank_of, uint32_t nranks);
@@ -191,7 +192,7 @@ int dist_train_step_gpu_count (spank_t sp);
 /* failfast.c: one failed task stops the step on every node */
 struct failfast {
     bool armed; /* srun armed kill-on-bad-exit for this step */
-    const uint32_t *rank_of; /* RANK of each Slurm rank, NULL = the same */
+    const uint32_t *rank_of; /* RANK of each of the node's tasks, by local rank; NULL: Slurm's */
     uint32_t nranks;
     bool reported; /* this node already named a failed rank */
     uint32_t job_id, step_id;

@@ -49,7 +49,7 @@ int dist_train_failfast_task_exit (spank_t sp, struct failfast *ff)
 {
     char how[96], msg[320];
     uint32_t rank;
-    int status, n;
+    int status, n, local;
 
     /* srun armed fail fast for this step, or nothing stops it */
     if (!ff->armed || ff->reported)
@@ -61,8 +61,9 @@ int dist_train_failfast_task_exit (spank_t sp, struct failfast *ff)
     if ((WIFEXITED (status) && WEXITSTATUS (status) == 0) || stopped_by_slurm (status))
         return 0;
     ff->reported = true;
-    if (ff->rank_of != NULL && rank < ff->nranks)
-        rank = ff->rank_of[rank];
+    if (ff->rank_of != NULL && spank_get_item (sp, S_TASK_ID, &local) == ESPANK_SUCCESS
+        && local >= 0 && (uint32_t) local < ff->nranks)
+        rank = ff->rank_of[local];
     describe (status, how, sizeof (how));
     n = snprintf (msg, sizeof (msg),
                   "%s: rank %lu on %s %s: stopping every rank of step %lu.%lu "

@@ -24,9 +24,20 @@ struct stepd_node {
     char *tf_config; /* tf profile: TF_CONFIG up to the index */
     struct dist_handover srun; /* what srun worked out for this step */
     bool have_srun; /* srun handed it over (local.c) */
-    struct dist_netorder order; /* the rank order and the network's groups */
-    bool have_order; /* order holds them: else Slurm's order, and no groups */
+    /* The rank order and the network's groups, as this node's tasks need them: worked out
+     * from the runs srun handed over (dist_local_order_make, at a cost that does not grow
+     * with the step), or from the whole order where more is needed (full). */
+    bool have_order; /* the fields below hold them: else Slurm's order, and no groups */
     bool have_groups; /* srun handed over the groups */
+    uint32_t slurm_rank0; /* the Slurm rank that is RANK 0 */
+    uint32_t node_rank; /* GROUP_RANK */
+    uint32_t ngroups, group_size; /* the groups; the ranks of this node's */
+    uint32_t nlocal;
+    uint32_t *local_rank; /* RANK of each local task */
+    uint32_t *local_group_rank; /* its index among its group's ranks */
+    char *rank_layout; /* rank 0's DIST_TRAIN_LAYOUT, where the runs gave it; else NULL */
+    bool full; /* order and layout hold the whole step's (else zeroed) */
+    struct dist_netorder order;
     struct dist_step_layout layout; /* the step's, read once (user_init); zeroed if none */
     uint32_t slurm_node; /* this node's index in Slurm's order (SLURM_NODEID) */
     uint32_t group; /* this node's group */
@@ -110,6 +121,113 @@ static uint32_t read_groups (const struct stepd_node *n, spank_t sp, uint32_t *g
     return ngroups;
 }
 
+/* This node's Slurm ranks, by local rank, into n->nlocal and *mine (malloc'ed). */
+static int local_ranks (struct stepd_node *n, spank_t sp, uint32_t **mine)
+{
+    uint32_t i, count = n->step.local_world_size;
+
+    n->local_rank = calloc (count > 0 ? count : 1, sizeof (*n->local_rank));
+    n->local_group_rank = calloc (count > 0 ? count : 1, sizeof (*n->local_group_rank));
+    *mine = calloc (count > 0 ? count : 1, sizeof (**mine));
+    if (n->local_rank == NULL || n->local_group_rank == NULL || *mine == NULL)
+        return -1;
+    for (i = 0; i < count; i++)
+        if (spank_get_item (sp, S_JOB_LOCAL_TO_GLOBAL_ID, i, &(*mine)[i]) != ESPANK_SUCCESS)
+            return -1;
+    n->nlocal = count;
+    return 0;
+}
+
+/* The order from the runs srun handed over, without the whole layout: 0, or -1 when there
+ * are none, or the nodes do not come in their own order, or rank 0's task needs the whole
+ * layout by RANK (DIST_TRAIN_LAYOUT) under rank_order=topology. */
+static int order_from_runs (struct stepd_node *n, spank_t sp, const uint32_t *mine)
+{
+    const struct dist_step *st = &n->step;
+    char *layout_text = dist_train_getenv_any (sp, DIST_LAYOUT_VAR);
+    char *group_text = dist_train_getenv_any (sp, DIST_NETGROUP_VAR);
+    struct dist_runs layout = {0}, groups = {0};
+    struct dist_local_order o = {0};
+    uint32_t ngroups = 1, lid;
+    bool have_groups, by_group;
+    int rc = -1;
+
+    have_groups = group_text != NULL
+                  && dist_netgroup_text_runs (group_text, st->job_id, st->step_id, st->node_count,
+                                              &groups, &ngroups)
+                         == 0;
+    by_group = n->cfg->rank_order_topology && have_groups;
+    if (layout_text == NULL
+        || dist_layout_text_runs (layout_text, st->job_id, st->step_id, st->node_count,
+                                  st->world_size, &layout)
+               < 0
+        || dist_local_order_make (&o, by_group, &layout, have_groups ? &groups : NULL,
+                                  have_groups ? ngroups : 1, n->slurm_node, mine, n->nlocal)
+               < 0)
+        goto out;
+    /* RANK 0 here: its task gets the layout by RANK, which is srun's text in Slurm's order */
+    if (spank_get_item (sp, S_JOB_GLOBAL_TO_LOCAL_ID, o.slurm_rank0, &lid) == ESPANK_SUCCESS) {
+        if (by_group)
+            goto out;
+        n->rank_layout = layout_text;
+        layout_text = NULL;
+    }
+    n->slurm_rank0 = o.slurm_rank0;
+    n->node_rank = o.node_rank;
+    n->ngroups = o.ngroups;
+    n->group = o.group;
+    n->group_size = o.group_size;
+    memcpy (n->local_rank, o.rank, n->nlocal * sizeof (*o.rank));
+    memcpy (n->local_group_rank, o.group_rank, n->nlocal * sizeof (*o.group_rank));
+    n->have_groups = have_groups;
+    rc = 0;
+out:
+    dist_local_order_free (&o);
+    dist_runs_free (&layout);
+    dist_runs_free (&groups);
+    free (layout_text);
+    free (group_text);
+    return rc;
+}
+
+/* The order from the whole layout: srun's, or block, cyclic and plane recomputed; and
+ * the groups.  0, or -1 when there is no layout to be had. */
+static int order_from_layout (struct stepd_node *n, spank_t sp, const uint32_t *mine)
+{
+    const struct dist_step *st = &n->step;
+    uint32_t *group = calloc (st->node_count > 0 ? st->node_count : 1, sizeof (*group)), ngroups;
+    const struct dist_netorder *o = &n->order;
+
+    ngroups = group != NULL ? read_groups (n, sp, group) : 0;
+    /* (the layout is kept: TF_CONFIG, the verbose table and rank 0's DIST_TRAIN_LAYOUT
+     * read it too; the first two also its names, one per node, which the others do
+     * without) */
+    if (group == NULL || dist_train_layout_load (sp, st, &n->layout) < 0
+        || ((n->cfg->verbose || n->cfg->profile == DIST_PROFILE_TF)
+            && dist_train_layout_names (sp, &n->layout) < 0)
+        || dist_netorder_make (&n->order, n->cfg->rank_order_topology && ngroups > 0,
+                               ngroups > 0 ? ngroups : 1, group, st->node_count,
+                               n->layout.node_of_rank, st->world_size)
+               < 0) {
+        dist_step_layout_free (&n->layout);
+        free (group);
+        return -1;
+    }
+    free (group);
+    n->full = true;
+    n->slurm_rank0 = o->slurm_rank0;
+    n->node_rank = o->new_node[n->slurm_node];
+    n->ngroups = o->ngroups;
+    n->group = o->group_of_node[n->slurm_node];
+    n->group_size = o->group_size[n->group];
+    for (uint32_t i = 0; i < n->nlocal; i++) {
+        n->local_rank[i] = mine[i] < o->nranks ? o->new_rank[mine[i]] : mine[i];
+        n->local_group_rank[i] = mine[i] < o->nranks ? o->group_rank[mine[i]] : 0;
+    }
+    n->have_groups = ngroups > 0;
+    return 0;
+}
+
 /* The rank order, from the step's layout: the nodes in the order of their first rank
  * (SLURM_NODEID does not follow the ranks under -m arbitrary, nor in 26.05's topology
  * order), and the ranks by the network's groups where srun handed them over and
@@ -117,34 +235,23 @@ static uint32_t read_groups (const struct stepd_node *n, spank_t sp, uint32_t *g
  * rank_order=topology cannot be had. */
 static int plan_order (struct stepd_node *n, spank_t sp)
 {
-    const struct dist_step *st = &n->step;
-    uint32_t *group = calloc (st->node_count > 0 ? st->node_count : 1, sizeof (*group)), ngroups;
+    uint32_t *mine = NULL;
 
     if (n->cfg->rank_order_topology && !n->have_srun) {
-        free (group);
         defer_error (n, "rank_order=topology: the network's groups come from srun, and this "
                         "step's srun handed none over (it reads a plugstack.conf without the "
                         "plugin: load the plugin there too)");
         return -1;
     }
-    ngroups = group != NULL ? read_groups (n, sp, group) : 0;
-    /* (the layout is kept: TF_CONFIG, the verbose table and rank 0's DIST_TRAIN_LAYOUT
-     * read it too; the first two also its names, one per node, which the others do
-     * without) */
-    if (dist_train_layout_load (sp, st, &n->layout) == 0
-        && (n->cfg->verbose || n->cfg->profile == DIST_PROFILE_TF)
-        && dist_train_layout_names (sp, &n->layout) < 0)
-        dist_step_layout_free (&n->layout);
-    if (group != NULL && n->layout.node_of_rank != NULL
-        && dist_netorder_make (&n->order, n->cfg->rank_order_topology && ngroups > 0,
-                               ngroups > 0 ? ngroups : 1, group, st->node_count,
-                               n->layout.node_of_rank, st->world_size)
-               == 0) {
+    /* (the verbose table and TF_CONFIG list every rank: they need the whole layout) */
+    if (local_ranks (n, sp, &mine) == 0
+        && ((!n->cfg->verbose && n->cfg->profile != DIST_PROFILE_TF
+             && order_from_runs (n, sp, mine) == 0)
+            || order_from_layout (n, sp, mine) == 0))
         n->have_order = true;
-        n->group = group[n->slurm_node];
-    }
-    n->have_groups = n->have_order && ngroups > 0;
-    free (group);
+    else
+        n->have_groups = false;
+    free (mine);
     return 0;
 }
 
@@ -162,7 +269,7 @@ static int collect_step (struct stepd_node *n, spank_t sp)
         return -1;
     }
     if (dist_train_master_choose (sp, n->cfg, n->have_srun ? &n->srun : NULL,
-                                  n->have_order ? n->order.slurm_rank0 : 0,
+                                  n->have_order ? n->slurm_rank0 : 0,
                                   dist_train_container_own_net (n->container), step, n->node_name,
                                   sizeof (n->node_name), err, sizeof (err))
         < 0) {
@@ -171,14 +278,14 @@ static int collect_step (struct stepd_node *n, spank_t sp)
     }
     /* (from here on, this node's index in the step's order: GROUP_RANK) */
     if (n->have_order)
-        step->node_rank = n->order.new_node[n->slurm_node];
+        step->node_rank = n->node_rank;
     return 0;
 }
 
-/* RANK of Slurm's rank r. */
+/* RANK of Slurm's rank r, from the whole order (which the tf profile has). */
 static uint32_t rank_of (const struct stepd_node *n, uint32_t r)
 {
-    return n->have_order && r < n->order.nranks ? n->order.new_rank[r] : r;
+    return n->full && r < n->order.nranks ? n->order.new_rank[r] : r;
 }
 
 /* tf profile: TF_CONFIG lists every task as host:port, so this node needs
@@ -328,10 +435,10 @@ static int plan_node (struct stepd_node *n, spank_t sp)
     if (collect_step (n, sp) < 0 || (n->cfg->profile == DIST_PROFILE_TF && build_tf_config (n) < 0))
         return -1;
     n->binding = dist_train_bind_plan (sp, n->cfg, n->topology, n->node_name,
-                                       n->have_order ? n->order.new_rank : NULL, n->order.nranks);
+                                       n->have_order ? n->local_rank : NULL, n->nlocal);
     n->failfast.armed = n->have_srun && n->srun.fail_fast;
-    n->failfast.rank_of = n->have_order ? n->order.new_rank : NULL;
-    n->failfast.nranks = n->order.nranks;
+    n->failfast.rank_of = n->have_order ? n->local_rank : NULL;
+    n->failfast.nranks = n->nlocal;
     n->failfast.job_id = n->step.job_id;
     n->failfast.step_id = n->step.step_id;
     snprintf (n->failfast.node_name, sizeof (n->failfast.node_name), "%s", n->node_name);
@@ -403,7 +510,9 @@ static int read_task (const struct stepd_node *n, spank_t sp, struct task *t)
         slurm_error ("%s: cannot read the task's rank from Slurm", PLUGIN_NAME);
         return -1;
     }
-    t->rank = rank_of (n, t->slurm_rank);
+    t->rank = n->have_order && t->local_rank >= 0 && (uint32_t) t->local_rank < n->nlocal
+                  ? n->local_rank[t->local_rank]
+                  : t->slurm_rank;
     t->container = dist_train_container_state (n->container);
     return 0;
 }
@@ -442,15 +551,16 @@ static void replace_srun_notes (const struct stepd_node *n, spank_t sp)
  * ranks; and whether RANK follows the groups, which the shim reads. */
 static int set_group_variables (const struct stepd_node *n, const struct task *t)
 {
-    const struct dist_netorder *o = &n->order;
     const struct {
         enum dist_var_id id;
         uint32_t value;
     } vars[] = {
         {DIST_VAR_TOPOLOGY_GROUP, n->group},
-        {DIST_VAR_TOPOLOGY_GROUPS, o->ngroups},
-        {DIST_VAR_TOPOLOGY_RANK, t->slurm_rank < o->nranks ? o->group_rank[t->slurm_rank] : 0},
-        {DIST_VAR_TOPOLOGY_SIZE, n->group < o->ngroups ? o->group_size[n->group] : 0},
+        {DIST_VAR_TOPOLOGY_GROUPS, n->ngroups},
+        {DIST_VAR_TOPOLOGY_RANK, t->local_rank >= 0 && (uint32_t) t->local_rank < n->nlocal
+                                     ? n->local_group_rank[t->local_rank]
+                                     : 0},
+        {DIST_VAR_TOPOLOGY_SIZE, n->group_size},
     };
     char value[16];
     size_t i;
@@ -482,8 +592,15 @@ static void set_rank_layout (const struct stepd_node *n, const struct task *t)
     char *text = NULL;
 
     dist_train_unsetenv (t->sp, DIST_VAR_LAYOUT);
-    if (t->rank != 0 || !n->have_order
-        || (by_rank = calloc (o->nranks > 0 ? o->nranks : 1, sizeof (*by_rank))) == NULL)
+    if (t->rank != 0 || !n->have_order)
+        return;
+    /* (in Slurm's order, RANK is the Slurm rank: srun's text is the layout by RANK) */
+    if (n->rank_layout != NULL) {
+        if (dist_train_setenv (n->container, t->sp, DIST_VAR_LAYOUT, n->rank_layout) < 0)
+            slurm_verbose ("%s: cannot set DIST_TRAIN_LAYOUT", PLUGIN_NAME);
+        return;
+    }
+    if (!n->full || (by_rank = calloc (o->nranks > 0 ? o->nranks : 1, sizeof (*by_rank))) == NULL)
         return;
     for (r = 0; r < o->nranks; r++)
         by_rank[o->new_rank[r]] = n->layout.node_of_rank[r];
@@ -587,7 +704,7 @@ static int prepend_doctor (const struct stepd_node *n, const struct task *t)
  * rank 0's node decides. */
 static void start_hang_watch (const struct stepd_node *n, const struct task *t)
 {
-    uint32_t rank0 = n->have_order ? n->order.slurm_rank0 : 0, lid;
+    uint32_t rank0 = n->have_order ? n->slurm_rank0 : 0, lid;
     struct dist_hang_watch h = {
         .doctor = n->cfg->doctor,
         .node_name = n->node_name,
@@ -620,9 +737,8 @@ int dist_train_remote_task_init (spank_t sp)
     if (read_task (n, sp, &t) < 0 || refuse_container_later (&t) < 0)
         return -1;
     if (n->cfg->verbose && t.rank == 0)
-        dist_train_report_step (sp, n->cfg, &n->step,
-                                n->layout.node_of_rank != NULL ? &n->layout : NULL,
-                                n->have_order ? &n->order : NULL, n->have_groups);
+        dist_train_report_step (sp, n->cfg, &n->step, n->full ? &n->layout : NULL,
+                                n->full ? &n->order : NULL, n->have_groups);
     replace_srun_notes (n, sp);
     dist_train_bind_task (n->binding, sp, t.local_rank, n->container, &t.step.cpus_per_task);
     if (set_variables (n, &t) < 0 || set_group_variables (n, &t) < 0)
@@ -651,6 +767,9 @@ void dist_train_remote_exit (void)
     free (node->tf_config);
     dist_netorder_free (&node->order);
     dist_step_layout_free (&node->layout);
+    free (node->local_rank);
+    free (node->local_group_rank);
+    free (node->rank_layout);
     free (node);
     node = NULL;
 }
