@@ -23,6 +23,8 @@
  *                    check; groups: the topology variables; order:
  *                    rank_order=topology), "-" for nothing
  *   srun_said        whether srun said a line about it (1) or not (0)
+ * With BENCH_SIM_SHOW set, rank 0's DIST_TRAIN_LAYOUT goes to stderr as
+ * "rank0_layout=TEXT", for the test cluster's comparison (node_order.bats).
  * Time is CLOCK_MONOTONIC around the plugin's calls only; the heap is
  * mallinfo2's, sampled at each allocation the plugin's code makes (the link's
  * --wrap), in runs of their own.  The node's topology is this machine's, from
@@ -474,6 +476,10 @@ static void measure_stepd (const struct sim *s, spank_t sp, int runs, struct fig
     (void) stepd_once (s, sp, node0, ranks0, true, &kib0, NULL);
     f->stepd_us = median (t, runs);
     f->rank0_us = median (t0, runs);
+    /* (for the cluster's check that it lays a step out as this does) */
+    if (getenv ("BENCH_SIM_SHOW") != NULL)
+        fprintf (stderr, "rank0_layout=%s\n",
+                 f->rank0.rank0_layout != NULL ? f->rank0.rank0_layout : "");
     free (t);
     free (t0);
     free (mid_ranks);

@@ -130,3 +130,36 @@ check_topology_steps() {
     check_topology_steps "node7 node8 node9 node10 node11 node12 node1 node2 node3 node4 node5 node6" \
         "node7 node8 node9 node10 node2 node3 node4 node5 node6"
 }
+
+# The layout rank 0's task gets on the cluster, for the arguments $@: its text after
+# "step=J.S ".
+cluster_layout() {
+    run timeout 120 srun --dist-train "$@" bash -c \
+        '[ "$RANK" = 0 ] && echo "LAYOUT=$DIST_TRAIN_LAYOUT"; [ "$RANK" = 0 ] || echo "OTHER=${DIST_TRAIN_LAYOUT-}"'
+    [ "$status" -eq 0 ] || { echo "$output" >&2; return 1; }
+    [[ $(grep -c "^OTHER=$" <<<"$output") -eq 7 ]] || { echo "$output" >&2; return 1; }
+    sed -n 's/^LAYOUT=step=[0-9]*\.[0-9]* //p' <<<"$output"
+}
+
+# What scripts/bench-sim's driver makes of the same step: 4 nodes, 2 ranks each (a node
+# has 2 CPUs).
+sim_layout() {
+    BENCH_SIM_SHOW=1 timeout 60 tests/fuzz/bench_sim 4 2 "$1" 0 slurm 1 2>&1 >/dev/null |
+        sed -n 's/^rank0_layout=step=[0-9]*\.[0-9]* //p'
+}
+
+@test "the simulation lays a step out as the cluster does: block, cyclic, plane, arbitrary" {
+    timeout 300 make -s tests/fuzz/bench_sim >/dev/null
+    local hf=$BATS_TEST_TMPDIR/hostfile dist sim real
+    for n in 4 3 2 1; do printf 'node%s\n' "$n" "$n"; done >"$hf"
+    for dist in block cyclic plane=2 arbitrary; do
+        sim=$(sim_layout "$dist")
+        if [[ $dist == arbitrary ]]; then
+            real=$(SLURM_HOSTFILE=$hf cluster_layout -n8 -m arbitrary)
+        else
+            real=$(cluster_layout -w 'node[1-4]' -N4 --ntasks-per-node=2 -m "$dist")
+        fi
+        echo "$dist: cluster '$real', simulation '$sim'"
+        [[ -n $real && $real == "$sim" ]]
+    done
+}
