@@ -129,8 +129,6 @@ static int read_step_layout (const struct dist_config *cfg, struct dist_handover
     if (srun_layout_load (h, &l) < 0)
         return -1;
     hand_over_groups (cfg, h, &l, &rank0);
-    if (rank0 < l.nranks)
-        snprintf (h->rank0_node, sizeof (h->rank0_node), "%s", l.names[l.node_of_rank[rank0]]);
     /* (every distribution's: Slurm 26.05 deals block out in topology order, which the
      * nodes cannot recompute from the tasks per node) */
     *layout_text = dist_layout_text (h->job_id, h->step_id, l.nnodes, l.node_of_rank, l.nranks);
@@ -145,6 +143,11 @@ static int read_step_layout (const struct dist_config *cfg, struct dist_handover
                     "each node's ranks together hands over in a few bytes",
                     PLUGIN_NAME, (unsigned long) h->job_id, (unsigned long) h->step_id,
                     (unsigned long) l.nranks, (unsigned long) l.nnodes, DIST_LAYOUT_TEXT_MAX >> 10);
+    /* (nodes without the layout keep Slurm's order: RANK 0 is Slurm's rank 0 then) */
+    if (*layout_text == NULL)
+        rank0 = 0;
+    if (rank0 < l.nranks)
+        snprintf (h->rank0_node, sizeof (h->rank0_node), "%s", l.names[l.node_of_rank[rank0]]);
     dist_step_layout_free (&l);
     return 0;
 }
