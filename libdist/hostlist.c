@@ -161,8 +161,8 @@ static int walk (const char *list, int flags, visit_fn visit, void *arg)
             rc = visit (&e, 0, 0, 0, arg);
         else
             for (const char *r = e.open + 1; rc == 0 && r < e.close;) {
-                long lo, hi;
-                int width;
+                long lo = 0, hi = 0;
+                int width = 0; /* (next_range sets all three; gcc 15 cannot tell) */
                 next_range (&r, e.close, &lo, &hi, &width);
                 rc = visit (&e, lo, hi, width, arg);
             }

@@ -461,10 +461,25 @@ static void measure_srun (const struct sim *s, spank_t sp, int runs, struct figu
     free (t);
 }
 
+/* The node of RANK 0: Slurm rank 0's, or under rank_order=topology the first rank's of the
+ * first leaf switch (the topology lists leaf0 first: its nodes are group 0) where srun
+ * could hand the layout over. */
+static uint32_t rank0_node (const struct sim *s)
+{
+    uint32_t per = s->switches > 0 ? (s->nnodes + s->switches - 1) / s->switches : s->nnodes;
+
+    if (!s->order_topology || s->switches == 0 || getenv (DIST_LAYOUT_VAR) == NULL)
+        return s->node_of_rank[0];
+    for (uint32_t r = 0; r < s->nranks; r++)
+        if (s->node_of_rank[r] < per)
+            return s->node_of_rank[r];
+    return s->node_of_rank[0];
+}
+
 /* A node of the middle, and rank 0's, which also writes the doctor's layout. */
 static void measure_stepd (const struct sim *s, spank_t sp, int runs, struct figures *f)
 {
-    uint32_t mid = s->nnodes / 2, node0 = s->node_of_rank[0];
+    uint32_t mid = s->nnodes / 2, node0 = rank0_node (s);
     uint32_t *mid_ranks = node_ranks (s, mid), *ranks0 = node_ranks (s, node0);
     double *t = times (runs), *t0 = times (runs), kib0;
 

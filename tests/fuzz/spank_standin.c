@@ -419,7 +419,9 @@ static int load_topo (topo_info_response_msg_t **resp)
         return SLURM_ERROR;
     if ((*resp = calloc (1, sizeof (**resp))) == NULL)
         return SLURM_ERROR;
-    (*resp)->record_count = 1; /* (22.05's callers print none of an empty answer) */
+#if SLURM_VERSION_NUMBER < SLURM_VERSION_NUM(23, 11, 0)
+    (*resp)->record_count = 1; /* (compat.c prints none of an empty answer there) */
+#endif
     return SLURM_SUCCESS;
 }
 
