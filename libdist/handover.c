@@ -389,16 +389,22 @@ uint32_t dist_runs_value (const struct dist_runs *r, uint32_t i)
     return dist_run_value (run, i - run->start);
 }
 
+void dist_runs_expand (const struct dist_runs *r, uint32_t *values)
+{
+    uint32_t i = 0;
+
+    for (uint32_t k = 0; k < r->n; k++)
+        for (uint32_t o = 0, len = dist_run_length (&r->run[k]); o < len; o++)
+            values[i++] = dist_run_value (&r->run[k], o);
+}
+
 int dist_runs_take (const char **p, uint32_t bound, uint32_t count, uint32_t *values)
 {
     struct dist_runs r;
-    uint32_t i = 0;
 
     if (dist_runs_read (p, bound, count, &r) < 0)
         return -1;
-    for (uint32_t k = 0; k < r.n; k++)
-        for (uint32_t o = 0, len = dist_run_length (&r.run[k]); o < len; o++)
-            values[i++] = dist_run_value (&r.run[k], o);
+    dist_runs_expand (&r, values);
     dist_runs_free (&r);
     return 0;
 }
@@ -426,13 +432,10 @@ int dist_layout_text_parse (const char *text, uint32_t job_id, uint32_t step_id,
                             uint32_t nranks, uint32_t *node_of_rank)
 {
     struct dist_runs runs;
-    uint32_t i = 0;
 
     if (dist_layout_text_runs (text, job_id, step_id, nnodes, nranks, &runs) < 0)
         return -1;
-    for (uint32_t k = 0; k < runs.n; k++)
-        for (uint32_t o = 0, len = dist_run_length (&runs.run[k]); o < len; o++)
-            node_of_rank[i++] = dist_run_value (&runs.run[k], o);
+    dist_runs_expand (&runs, node_of_rank);
     dist_runs_free (&runs);
     return 0;
 }

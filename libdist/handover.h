@@ -98,6 +98,8 @@ struct dist_runs {
 /* As dist_runs_take, into runs (malloc'ed; free with dist_runs_free): 0, or -1 (none held). */
 int dist_runs_read (const char **p, uint32_t bound, uint32_t count, struct dist_runs *out);
 void dist_runs_free (struct dist_runs *r);
+/* Every value of the runs, into values[r->count]. */
+void dist_runs_expand (const struct dist_runs *r, uint32_t *values);
 /* The values a run holds, and the one at offset (below that) into it. */
 uint32_t dist_run_length (const struct dist_run *run);
 uint32_t dist_run_value (const struct dist_run *run, uint32_t offset);

@@ -176,13 +176,10 @@ int dist_netgroup_text_parse (const char *text, uint32_t job_id, uint32_t step_i
                               uint32_t *group_of_node, uint32_t *ngroups)
 {
     struct dist_runs runs;
-    uint32_t i = 0;
 
     if (dist_netgroup_text_runs (text, job_id, step_id, nnodes, &runs, ngroups) < 0)
         return -1;
-    for (uint32_t k = 0; k < runs.n; k++)
-        for (uint32_t o = 0, len = dist_run_length (&runs.run[k]); o < len; o++)
-            group_of_node[i++] = dist_run_value (&runs.run[k], o);
+    dist_runs_expand (&runs, group_of_node);
     dist_runs_free (&runs);
     return 0;
 }
