@@ -502,6 +502,128 @@ fail:
     return -1;
 }
 
+/* ---- the layout by RANK under rank_order=topology, from the runs ----------------------- */
+
+/* The nodes of each group as intervals [lo, hi], in node order: group g's are
+ * at[first[g]] .. at[first[g + 1] - 1]. */
+struct group_spans {
+    uint32_t *first; /* ngroups + 1 */
+    uint32_t (*at)[2];
+};
+
+static int group_spans_make (struct group_spans *gs, const struct dist_runs *groups,
+                             uint32_t ngroups)
+{
+    uint32_t n = 0, *fill;
+
+    gs->first = calloc ((size_t) ngroups + 1, sizeof (*gs->first));
+    for (uint32_t k = 0; k < groups->n; k++)
+        n += dist_run_length (&groups->run[k]) / groups->run[k].each;
+    gs->at = calloc (n > 0 ? n : 1, sizeof (*gs->at));
+    fill = calloc ((size_t) ngroups + 1, sizeof (*fill));
+    if (gs->first == NULL || gs->at == NULL || fill == NULL) {
+        free (fill);
+        return -1;
+    }
+    /* count each group's terms, then place them, in node order */
+    for (uint32_t k = 0; k < groups->n; k++)
+        for (uint32_t t = 0, len = dist_run_length (&groups->run[k]); t * groups->run[k].each < len;
+             t++)
+            gs->first[dist_run_value (&groups->run[k], t * groups->run[k].each) + 1]++;
+    for (uint32_t g = 0; g < ngroups; g++)
+        fill[g] = gs->first[g + 1] += gs->first[g];
+    for (uint32_t g = ngroups; g-- > 0;)
+        fill[g] = gs->first[g];
+    for (uint32_t k = 0; k < groups->n; k++) {
+        const struct dist_run *run = &groups->run[k];
+        for (uint32_t t = 0, len = dist_run_length (run); t * run->each < len; t++) {
+            uint32_t g = dist_run_value (run, t * run->each), at = fill[g]++;
+            gs->at[at][0] = run->start + t * run->each;
+            gs->at[at][1] = run->start + (t + 1) * run->each - 1;
+        }
+    }
+    free (fill);
+    return 0;
+}
+
+static void group_spans_free (struct group_spans *gs)
+{
+    free (gs->first);
+    free (gs->at);
+}
+
+/* Append "A..B*K" (or "A", "A*K", "A..B") to text. */
+static int append_run (char *text, size_t size, size_t *len, uint32_t a, uint32_t b, uint32_t k)
+{
+    int n;
+
+    n = snprintf (text + *len, size - *len, "%s%" PRIu32,
+                  *len > 0 && text[*len - 1] != '=' ? "," : "", a);
+    if (n >= 0 && (size_t) n < size - *len && a != b) {
+        *len += (size_t) n;
+        n = snprintf (text + *len, size - *len, "..%" PRIu32, b);
+    }
+    if (n >= 0 && (size_t) n < size - *len && k > 1) {
+        *len += (size_t) n;
+        n = snprintf (text + *len, size - *len, "*%" PRIu32, k);
+    }
+    if (n < 0 || (size_t) n >= size - *len)
+        return -1;
+    *len += (size_t) n;
+    return 0;
+}
+
+/* The nodes of one layout run that are in group g, in the run's order, as runs. */
+static int append_group_part (char *text, size_t size, size_t *len, const struct dist_run *run,
+                              const struct group_spans *gs, uint32_t g)
+{
+    bool up = run->last >= run->first;
+    uint32_t lo = up ? run->first : run->last, hi = up ? run->last : run->first;
+    uint32_t from = gs->first[g], to = gs->first[g + 1];
+
+    for (uint32_t i = 0; i < to - from; i++) {
+        /* (going down, the group's spans are taken from the last) */
+        const uint32_t *span = gs->at[up ? from + i : to - 1 - i];
+        uint32_t a = span[0] > lo ? span[0] : lo, b = span[1] < hi ? span[1] : hi;
+        if (a > b)
+            continue;
+        if (up ? append_run (text, size, len, a, b, run->each)
+               : append_run (text, size, len, b, a, run->each))
+            return -1;
+    }
+    return 0;
+}
+
+char *dist_local_order_layout_text (uint32_t job_id, uint32_t step_id,
+                                    const struct dist_runs *layout, const struct dist_runs *groups,
+                                    uint32_t ngroups)
+{
+    struct group_spans gs = {0};
+    char *text = malloc (DIST_LAYOUT_TEXT_MAX);
+    size_t len;
+    int rc = -1;
+
+    if (text == NULL || groups->count != layout->bound || groups->bound != ngroups
+        || group_spans_make (&gs, groups, ngroups) < 0)
+        goto out;
+    len = (size_t) snprintf (
+        text, DIST_LAYOUT_TEXT_MAX,
+        "step=%" PRIu32 ".%" PRIu32 " nodes=%" PRIu32 " ranks=%" PRIu32 " layout=", job_id, step_id,
+        layout->bound, layout->count);
+    for (uint32_t g = 0; g < ngroups; g++)
+        for (uint32_t k = 0; k < layout->n; k++)
+            if (append_group_part (text, DIST_LAYOUT_TEXT_MAX, &len, &layout->run[k], &gs, g) < 0)
+                goto out;
+    rc = 0;
+out:
+    group_spans_free (&gs);
+    if (rc < 0) {
+        free (text);
+        return NULL;
+    }
+    return text;
+}
+
 uint32_t dist_netgroup_ring_crossings (const uint32_t *group_in_order, uint32_t n)
 {
     uint32_t i, crossings = 0;

@@ -89,6 +89,14 @@ int dist_local_order_make (struct dist_local_order *o, int by_group, const struc
                            const uint32_t *mine, uint32_t nlocal);
 void dist_local_order_free (struct dist_local_order *o);
 
+/* Under rank_order=topology, the node of every RANK as dist_layout_text writes it (what
+ * RANK 0's task gets), from the same runs: the layout's ranks of each group in turn.  Its
+ * cost grows with the runs and the groups' spans, not the ranks.  Malloc'ed; NULL when it
+ * does not fit in DIST_LAYOUT_TEXT_MAX. */
+char *dist_local_order_layout_text (uint32_t job_id, uint32_t step_id,
+                                    const struct dist_runs *layout, const struct dist_runs *groups,
+                                    uint32_t ngroups);
+
 uint32_t dist_netgroup_ring_crossings (const uint32_t *group_in_order, uint32_t n);
 
 #endif /* DIST_NETGROUP_H */

@@ -139,8 +139,8 @@ static int local_ranks (struct stepd_node *n, spank_t sp, uint32_t **mine)
 }
 
 /* The order from the runs srun handed over, without the whole layout: 0, or -1 when there
- * are none, or the nodes do not come in their own order, or rank 0's task needs the whole
- * layout by RANK (DIST_TRAIN_LAYOUT) under rank_order=topology. */
+ * are none, or the nodes do not come in their own order, or rank 0's layout by RANK
+ * (DIST_TRAIN_LAYOUT) does not fit as the runs give it. */
 static int order_from_runs (struct stepd_node *n, spank_t sp, const uint32_t *mine)
 {
     const struct dist_step *st = &n->step;
@@ -165,12 +165,16 @@ static int order_from_runs (struct stepd_node *n, spank_t sp, const uint32_t *mi
                                   have_groups ? ngroups : 1, n->slurm_node, mine, n->nlocal)
                < 0)
         goto out;
-    /* RANK 0 here: its task gets the layout by RANK, which is srun's text in Slurm's order */
+    /* RANK 0 here: its task gets the layout by RANK, which is srun's text in Slurm's order,
+     * else the groups' ranks in turn (the whole order's, where too long for that) */
     if (spank_get_item (sp, S_JOB_GLOBAL_TO_LOCAL_ID, o.slurm_rank0, &lid) == ESPANK_SUCCESS) {
-        if (by_group)
+        n->rank_layout = by_group ? dist_local_order_layout_text (st->job_id, st->step_id, &layout,
+                                                                  &groups, ngroups)
+                                  : layout_text;
+        if (n->rank_layout == NULL)
             goto out;
-        n->rank_layout = layout_text;
-        layout_text = NULL;
+        if (!by_group)
+            layout_text = NULL;
     }
     n->slurm_rank0 = o.slurm_rank0;
     n->node_rank = o.node_rank;

@@ -241,11 +241,59 @@ static bool first_in_order (const uint32_t *node_of_rank, uint32_t n)
     return true;
 }
 
+/* RANK 0's layout by RANK, from the runs, is the whole order's. */
+static void check_layout_by_rank (const struct dist_netorder *full, const uint32_t *node_of_rank,
+                                  const struct dist_runs *lr, const struct dist_runs *gr,
+                                  uint32_t ngroups)
+{
+    uint32_t by_rank[256], back[256];
+    char *text = dist_local_order_layout_text (1, 0, lr, gr, ngroups);
+
+    assert_non_null (text);
+    for (uint32_t r = 0; r < full->nranks; r++)
+        by_rank[full->new_rank[r]] = node_of_rank[r];
+    assert_int_equal (dist_layout_text_parse (text, 1, 0, full->nnodes, full->nranks, back), 0);
+    assert_memory_equal (back, by_rank, full->nranks * sizeof (*back));
+    free (text);
+}
+
+/* Node me's share from the runs (groups NULL: none) against the whole order: 1 when it
+ * was worked out, 0 when refused, as it must be when the nodes are not in order. */
+static int check_node (const struct dist_netorder *full, const uint32_t *node_of_rank, uint32_t n,
+                       int by_group, const struct dist_runs *lr, const struct dist_runs *gr,
+                       uint32_t me)
+{
+    struct dist_local_order o;
+    uint32_t mine[8], nlocal = 0;
+    int rc;
+
+    for (uint32_t r = 0; r < n && nlocal < 8; r++)
+        if (node_of_rank[r] == me)
+            mine[nlocal++] = r;
+    rc = dist_local_order_make (&o, by_group, lr, gr, full->ngroups, me, mine, nlocal);
+    if (!first_in_order (node_of_rank, n)) {
+        assert_int_equal (rc, -1);
+        return 0;
+    }
+    assert_int_equal (rc, 0);
+    assert_int_equal (o.node_rank, full->new_node[me]);
+    assert_int_equal (o.slurm_rank0, full->slurm_rank0);
+    assert_int_equal (o.ngroups, full->ngroups);
+    assert_int_equal (o.group, full->group_of_node[me]);
+    assert_int_equal (o.group_size, full->group_size[o.group]);
+    for (uint32_t i = 0; i < nlocal; i++) {
+        assert_int_equal (o.rank[i], full->new_rank[mine[i]]);
+        assert_int_equal (o.group_rank[i], full->group_rank[mine[i]]);
+    }
+    dist_local_order_free (&o);
+    return 1;
+}
+
 /* Every node of many layouts: what it works out from the runs is what the whole order
  * says, and it works it out whenever the nodes first appear in order. */
 static void test_local_order_matches (void **state)
 {
-    uint32_t node_of_rank[256], group[64], mine[8];
+    uint32_t node_of_rank[256], group[64];
     int checked = 0;
 
     (void) state;
@@ -268,31 +316,12 @@ static void test_local_order_matches (void **state)
         assert_int_equal (dist_netgroup_text_runs (gt, 1, 0, nnodes, &gr, &ngroups), 0);
         assert_int_equal (
             dist_netorder_make (&full, by_group, ngroups, group, nnodes, node_of_rank, n), 0);
-        for (uint32_t me = 0; me < nnodes; me++) {
-            struct dist_local_order o;
-            uint32_t nlocal = 0;
-            for (uint32_t r = 0; r < n && nlocal < 8; r++)
-                if (node_of_rank[r] == me)
-                    mine[nlocal++] = r;
-            int rc = dist_local_order_make (&o, by_group, &lr, with_groups ? &gr : NULL, ngroups,
-                                            me, mine, nlocal);
-            if (!first_in_order (node_of_rank, n)) {
-                assert_int_equal (rc, -1);
-                continue;
-            }
-            assert_int_equal (rc, 0);
-            assert_int_equal (o.node_rank, full.new_node[me]);
-            assert_int_equal (o.slurm_rank0, full.slurm_rank0);
-            assert_int_equal (o.ngroups, full.ngroups);
-            assert_int_equal (o.group, full.group_of_node[me]);
-            assert_int_equal (o.group_size, full.group_size[o.group]);
-            for (uint32_t i = 0; i < nlocal; i++) {
-                assert_int_equal (o.rank[i], full.new_rank[mine[i]]);
-                assert_int_equal (o.group_rank[i], full.group_rank[mine[i]]);
-            }
-            dist_local_order_free (&o);
-            checked++;
-        }
+        /* (any layout: the runs need no order of the nodes for this) */
+        if (by_group && with_groups)
+            check_layout_by_rank (&full, node_of_rank, &lr, &gr, ngroups);
+        for (uint32_t me = 0; me < nnodes; me++)
+            checked +=
+                check_node (&full, node_of_rank, n, by_group, &lr, with_groups ? &gr : NULL, me);
         dist_netorder_free (&full);
         dist_runs_free (&lr);
         dist_runs_free (&gr);
