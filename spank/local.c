@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <netdb.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -246,11 +247,38 @@ static int own_net_refused (spank_t sp)
     return -1;
 }
 
+/* Milliseconds since *t0, and *t0 moved to now: the verbose line's clock. */
+static double lap_ms (struct timespec *t0)
+{
+    struct timespec now;
+    double ms;
+
+    clock_gettime (CLOCK_MONOTONIC, &now);
+    ms = (double) (now.tv_sec - t0->tv_sec) * 1e3 + (double) (now.tv_nsec - t0->tv_nsec) / 1e6;
+    *t0 = now;
+    return ms;
+}
+
+/* Rank 0's address from Slurm's NodeAddr, unless the user set MASTER_ADDR (then not
+ * asked: it is kept).  Its time into *ms. */
+static void rank0_addr (struct dist_handover *h, double *ms)
+{
+    struct timespec t0;
+
+    clock_gettime (CLOCK_MONOTONIC, &t0);
+    if (h->rank0_node[0] != '\0'
+        && (getenv ("MASTER_ADDR") == NULL || getenv ("MASTER_ADDR")[0] == '\0'))
+        node_addr (h->rank0_node, h->rank0_addr, sizeof (h->rank0_addr));
+    *ms = lap_ms (&t0);
+}
+
 int dist_train_local_user_init (spank_t sp, const struct dist_config *cfg)
 {
     struct dist_handover h;
     char text[DIST_HANDOVER_MAX];
     char *layout = NULL;
+    struct timespec t0;
+    double layout_ms, addr_ms;
 
     if (cfg->profile == DIST_PROFILE_OFF)
         return 0;
@@ -269,13 +297,16 @@ int dist_train_local_user_init (spank_t sp, const struct dist_config *cfg)
         dist_train_compat_srun_kill_on_bad_exit ();
     /* Rank 0's node and every rank's: the nodes get them from here, never from
      * SLURM_HOSTFILE (a path the user names, which slurmstepd must not open). */
+    clock_gettime (CLOCK_MONOTONIC, &t0);
     if (read_step_layout (cfg, &h, &layout) < 0)
         slurm_verbose ("%s: cannot read step %lu.%lu's layout from slurmctld: %s", PLUGIN_NAME,
                        (unsigned long) h.job_id, (unsigned long) h.step_id, slurm_strerror (errno));
-    /* A MASTER_ADDR the user set is kept: no need to ask for Slurm's address. */
-    if (h.rank0_node[0] != '\0'
-        && (getenv ("MASTER_ADDR") == NULL || getenv ("MASTER_ADDR")[0] == '\0'))
-        node_addr (h.rank0_node, h.rank0_addr, sizeof (h.rank0_addr));
+    layout_ms = lap_ms (&t0);
+    rank0_addr (&h, &addr_ms);
+    if (cfg->verbose)
+        slurm_spank_log ("%s: srun: the step's layout in %.2f ms (slurmctld), rank 0's NodeAddr "
+                         "in %.2f ms",
+                         PLUGIN_NAME, layout_ms, addr_ms);
     if (layout != NULL && setenv (DIST_LAYOUT_VAR, layout, 1) < 0)
         slurm_verbose ("%s: cannot set %s", PLUGIN_NAME, DIST_LAYOUT_VAR);
     else if (layout == NULL)

@@ -344,6 +344,8 @@ JOB
     [ "$status" -eq 0 ]
     [[ $(grep -c 'dist-train: step' <<<"$output") -eq 1 ]]
     [[ $output == *"4 ranks on 3 nodes"* ]]
+    # srun's own clock: what its two questions to slurmctld took
+    grep -Eq "^dist-train: srun: the step's layout in [0-9.]+ ms \(slurmctld\), rank 0's NodeAddr in [0-9.]+ ms$" <<<"$output"
     [[ $output == *"MASTER_ADDR=$(node_addr node1) MASTER_PORT="* ]]
 }
 
