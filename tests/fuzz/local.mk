@@ -128,7 +128,8 @@ FUZZ_SPANK_PLUGIN = spank/compat.c spank/plugin.c spank/stepenv.c spank/local.c 
 	spank/remote.c spank/master.c spank/report.c spank/layout.c spank/container.c \
 	spank/topocache.c spank/bind.c spank/failfast.c spank/network.c
 FUZZ_SPANK_WRAP = -Wl,--wrap=getaddrinfo,--wrap=freeaddrinfo,--wrap=sched_setaffinity
-FUZZ_SRC_spank = $(srcdir)/tests/fuzz/fuzz_spank.c $(srcdir)/tests/fuzz/spank_standin.c \
+# (the stand-in and every source the plugin links; the harness and bench_sim add theirs)
+FUZZ_SPANK_LINKED = $(srcdir)/tests/fuzz/spank_standin.c \
 	$(srcdir)/spank/compat.c $(srcdir)/spank/plugin.c $(srcdir)/spank/stepenv.c \
 	$(srcdir)/spank/local.c \
 	$(srcdir)/spank/option.c $(srcdir)/spank/remote.c $(srcdir)/spank/master.c \
@@ -140,6 +141,7 @@ FUZZ_SRC_spank = $(srcdir)/tests/fuzz/fuzz_spank.c $(srcdir)/tests/fuzz/spank_st
 	$(srcdir)/libdist/layout.c $(srcdir)/libdist/netgroup.c $(srcdir)/libdist/port.c \
 	$(srcdir)/libdist/ranges.c $(srcdir)/libdist/tfconfig.c $(srcdir)/libdist/topo.c \
 	$(srcdir)/libdist/topofile.c
+FUZZ_SRC_spank = $(srcdir)/tests/fuzz/fuzz_spank.c $(FUZZ_SPANK_LINKED)
 # The plugin's caches go to a directory of the harness's own, not the node's /run.
 FUZZ_SPANK_FLAGS = $(SLURM_CPPFLAGS) \
 	-DFUZZ_TOPOLOGY_DIR='"$(abs_top_srcdir)/tests/topologies"' \
@@ -150,25 +152,14 @@ tests/fuzz/fuzz_spank: $(FUZZ_SRC_spank) $(FUZZ_DEPS) $(srcdir)/tests/fuzz/spank
 
 # scripts/bench-sim's driver: the same sources and stand-in, optimized as the plugin is
 # built, with the plugin's allocations sampled (the link's --wrap) for its heap figures.
-BENCH_SIM_SRC = $(srcdir)/tests/fuzz/bench_sim.c $(srcdir)/tests/fuzz/spank_standin.c \
-	$(srcdir)/spank/compat.c $(srcdir)/spank/plugin.c $(srcdir)/spank/stepenv.c \
-	$(srcdir)/spank/local.c $(srcdir)/spank/option.c $(srcdir)/spank/remote.c \
-	$(srcdir)/spank/master.c $(srcdir)/spank/report.c $(srcdir)/spank/layout.c \
-	$(srcdir)/spank/container.c $(srcdir)/spank/topocache.c $(srcdir)/spank/bind.c \
-	$(srcdir)/spank/failfast.c $(srcdir)/spank/network.c $(srcdir)/libdist/io.c \
-	$(srcdir)/libdist/netif.c $(srcdir)/libdist/address.c $(srcdir)/libdist/bind.c \
-	$(srcdir)/libdist/config.c $(srcdir)/libdist/env.c $(srcdir)/libdist/handover.c \
-	$(srcdir)/libdist/hostlist.c $(srcdir)/libdist/layout.c $(srcdir)/libdist/netgroup.c \
-	$(srcdir)/libdist/port.c $(srcdir)/libdist/ranges.c $(srcdir)/libdist/tfconfig.c \
-	$(srcdir)/libdist/topo.c $(srcdir)/libdist/topofile.c $(srcdir)/tools/doctor/layout.c \
-	$(srcdir)/tools/doctor/wire.c
+BENCH_SIM_SRC = $(srcdir)/tests/fuzz/bench_sim.c $(FUZZ_SPANK_LINKED) \
+	$(srcdir)/tools/doctor/layout.c $(srcdir)/tools/doctor/wire.c
 BENCH_SIM_WRAP = $(FUZZ_SPANK_WRAP),--wrap=malloc,--wrap=calloc,--wrap=realloc,--wrap=strdup,--wrap=strndup
 tests/fuzz/bench_sim: $(BENCH_SIM_SRC) $(FUZZ_DEPS) $(srcdir)/tests/fuzz/spank_standin.h \
 		$(srcdir)/spank/dist_train.h $(srcdir)/spank/compat.h $(srcdir)/tools/doctor/doctor.h
 	$(AM_V_GEN)$(MKDIR_P) tests/fuzz && $(CC) -O2 -g $(WARNING_CFLAGS) -I$(top_srcdir) \
-	    $(HWLOC_CFLAGS) $(SLURM_CPPFLAGS) -DFUZZ_TOPOLOGY_DIR='"$(abs_top_srcdir)/tests/topologies"' \
-	    -DDIST_TRAIN_CACHE_DIR='"/tmp/bench_sim_cache"' -o $@ $(BENCH_SIM_SRC) $(HWLOC_LIBS) \
-	    $(BENCH_SIM_WRAP)
+	    $(HWLOC_CFLAGS) $(SLURM_CPPFLAGS) -DDIST_TRAIN_CACHE_DIR='"/tmp/bench_sim_cache"' \
+	    -o $@ $(BENCH_SIM_SRC) $(HWLOC_LIBS) $(BENCH_SIM_WRAP)
 CLEANFILES += tests/fuzz/bench_sim
 
 CLEANFILES += $(FUZZ_HARNESSES)
