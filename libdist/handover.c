@@ -320,15 +320,15 @@ static int take_run (const char **p, uint32_t bound, uint32_t left, uint32_t *fi
     return terms * *each > left ? -1 : 0;
 }
 
-int dist_runs_read (const char **p, uint32_t bound, uint32_t count, struct dist_runs *out)
+int dist_runs_read (const char *p, uint32_t bound, uint32_t count, struct dist_runs *out)
 {
     struct dist_run run, *more;
     uint32_t i = 0, cap = 0;
 
     memset (out, 0, sizeof (*out));
     while (i < count) {
-        if ((i > 0 && !dist_take_word (p, ","))
-            || take_run (p, bound, count - i, &run.first, &run.last, &run.each) < 0)
+        if ((i > 0 && !dist_take_word (&p, ","))
+            || take_run (&p, bound, count - i, &run.first, &run.last, &run.each) < 0)
             goto fail;
         if (out->n == cap) {
             cap = cap > 0 ? 2 * cap : 8;
@@ -340,6 +340,8 @@ int dist_runs_read (const char **p, uint32_t bound, uint32_t count, struct dist_
         out->run[out->n++] = run;
         i += dist_run_length (&run);
     }
+    if (*p != '\0')
+        goto fail;
     out->count = count;
     out->bound = bound;
     return 0;
@@ -398,17 +400,6 @@ void dist_runs_expand (const struct dist_runs *r, uint32_t *values)
             values[i++] = dist_run_value (&r->run[k], o);
 }
 
-int dist_runs_take (const char **p, uint32_t bound, uint32_t count, uint32_t *values)
-{
-    struct dist_runs r;
-
-    if (dist_runs_read (p, bound, count, &r) < 0)
-        return -1;
-    dist_runs_expand (&r, values);
-    dist_runs_free (&r);
-    return 0;
-}
-
 int dist_layout_text_runs (const char *text, uint32_t job_id, uint32_t step_id, uint32_t nnodes,
                            uint32_t nranks, struct dist_runs *runs)
 {
@@ -419,12 +410,8 @@ int dist_layout_text_runs (const char *text, uint32_t job_id, uint32_t step_id, 
     if (text == NULL || strnlen (text, DIST_LAYOUT_TEXT_MAX) >= DIST_LAYOUT_TEXT_MAX
         || dist_layout_text_header (&p, &job, &step, &nodes, &ranks) < 0 || job != job_id
         || step != step_id || nodes != nnodes || ranks != nranks
-        || dist_runs_read (&p, nnodes, nranks, runs) < 0)
+        || dist_runs_read (p, nnodes, nranks, runs) < 0)
         return -1;
-    if (*p != '\0') {
-        dist_runs_free (runs);
-        return -1;
-    }
     return 0;
 }
 

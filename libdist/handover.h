@@ -79,10 +79,6 @@ int dist_take_u32 (const char **p, const char *stop, uint32_t *out);
 /* Whether *p begins with word; if so *p is moved past it. */
 bool dist_take_word (const char **p, const char *word);
 
-/* Read such runs at *p into values[count], *p moved past them: -1 for a value not below
- * bound, runs that do not add up to count, or anything malformed. */
-int dist_runs_take (const char **p, uint32_t bound, uint32_t count, uint32_t *values);
-
 /* Such runs kept as they are: what a node works out from them costs it the runs, not the
  * values (a step's ranks).  Run k holds values start .. start + length - 1. */
 struct dist_run {
@@ -95,8 +91,10 @@ struct dist_runs {
     struct dist_run *run;
 };
 
-/* As dist_runs_take, into runs (malloc'ed; free with dist_runs_free): 0, or -1 (none held). */
-int dist_runs_read (const char **p, uint32_t bound, uint32_t count, struct dist_runs *out);
+/* The runs that make up the rest of the text at p, into out (malloc'ed; free with
+ * dist_runs_free): 0, or -1 (none held) for a value not below bound, runs that do not add
+ * up to count, anything after them, or anything malformed. */
+int dist_runs_read (const char *p, uint32_t bound, uint32_t count, struct dist_runs *out);
 void dist_runs_free (struct dist_runs *r);
 /* Every value of the runs, into values[r->count]. */
 void dist_runs_expand (const struct dist_runs *r, uint32_t *values);

@@ -162,12 +162,8 @@ int dist_netgroup_text_runs (const char *text, uint32_t job_id, uint32_t step_id
         || !dist_take_word (&p, " groups=") || dist_take_u32 (&p, " ", &n) < 0
         || !dist_take_word (&p, " nodes=") || dist_take_u32 (&p, " ", &nodes) < 0
         || !dist_take_word (&p, " of=") || job != job_id || step != step_id || nodes != nnodes
-        || n == 0 || n > nnodes || dist_runs_read (&p, n, nnodes, groups) < 0)
+        || n == 0 || n > nnodes || dist_runs_read (p, n, nnodes, groups) < 0)
         return -1;
-    if (*p != '\0') {
-        dist_runs_free (groups);
-        return -1;
-    }
     *ngroups = n;
     return 0;
 }
