@@ -12,9 +12,9 @@
 #include <errno.h>
 #include <netdb.h>
 #include <stdio.h>
-#include <time.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <slurm/slurm.h>
 #include <slurm/spank.h>
@@ -135,7 +135,7 @@ static int read_step_layout (const struct dist_config *cfg, struct dist_handover
     *layout_text = dist_layout_text (h->job_id, h->step_id, l.nnodes, l.node_of_rank, l.nranks);
     /* (block, cyclic and plane take a few runs a node's rank: only a layout of its own
      * order, -m arbitrary's, can be this long) */
-    if (*layout_text == NULL)
+    if (*layout_text == NULL) {
         slurm_info ("%s: step %lu.%lu's layout (%lu ranks on %lu nodes, in an order of its own) "
                     "takes more than the %d KiB srun can hand to the nodes, so they go without "
                     "it: GROUP_RANK follows SLURM_NODEID instead of the ranks, and "
@@ -144,9 +144,9 @@ static int read_step_layout (const struct dist_config *cfg, struct dist_handover
                     "each node's ranks together hands over in a few bytes",
                     PLUGIN_NAME, (unsigned long) h->job_id, (unsigned long) h->step_id,
                     (unsigned long) l.nranks, (unsigned long) l.nnodes, DIST_LAYOUT_TEXT_MAX >> 10);
-    /* (nodes without the layout keep Slurm's order: RANK 0 is Slurm's rank 0 then) */
-    if (*layout_text == NULL)
+        /* (nodes without the layout keep Slurm's order: RANK 0 is Slurm's rank 0 then) */
         rank0 = 0;
+    }
     if (rank0 < l.nranks)
         snprintf (h->rank0_node, sizeof (h->rank0_node), "%s", l.names[l.node_of_rank[rank0]]);
     dist_step_layout_free (&l);

@@ -598,7 +598,7 @@ static void set_rank_layout (const struct stepd_node *n, const struct task *t)
     dist_train_unsetenv (t->sp, DIST_VAR_LAYOUT);
     if (t->rank != 0 || !n->have_order)
         return;
-    /* (in Slurm's order, RANK is the Slurm rank: srun's text is the layout by RANK) */
+    /* (made from the runs in user_init: srun's text, or each group's ranks in turn) */
     if (n->rank_layout != NULL) {
         if (dist_train_setenv (n->container, t->sp, DIST_VAR_LAYOUT, n->rank_layout) < 0)
             slurm_verbose ("%s: cannot set DIST_TRAIN_LAYOUT", PLUGIN_NAME);
