@@ -220,10 +220,13 @@ static int more (struct answer *a)
 }
 
 /* Reap the child, which was killed or is about to exit; a child that stays (a kill not yet
- * delivered in the kernel) is left rather than waited for. */
+ * delivered in the kernel) is left rather than waited for.  The naps start short and
+ * double: a child told to go exits within a few hundred microseconds, and this wait is
+ * part of every step that reads a site's file. */
 static int reap (pid_t pid, int *status)
 {
     double until = now_ms () + REAP_MS;
+    useconds_t nap = 20;
     pid_t r;
 
     for (;;) {
@@ -234,7 +237,9 @@ static int reap (pid_t pid, int *status)
             return -1;
         if (now_ms () > until)
             return -1;
-        usleep (1000);
+        usleep (nap);
+        if (nap < 1000)
+            nap *= 2;
     }
 }
 
