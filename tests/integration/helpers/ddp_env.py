@@ -8,6 +8,7 @@ With MEETING_DIR, rank 0 waits (at most 60 s) until another step's rank 0
 has left its mark there too, so that two steps hold their MASTER_PORT at the
 same time."""
 import datetime
+import faulthandler
 import os
 import socket
 import sys
@@ -59,6 +60,9 @@ def process_group():
 
 
 def main():
+    # A rank still here after 200 s, short of the tests' 240 s bound on the step, is
+    # hung: its threads' stacks go to stderr, which the failing test shows, and it exits.
+    faulthandler.dump_traceback_later(200, exit=True)
     process_group()
     rank, world = dist.get_rank(), dist.get_world_size()
     t = torch.tensor([rank + 1.0])

@@ -16,6 +16,7 @@ One line per rank on stdout, for frameworks.bats:
 Each function names the file it mirrors.  Only the decisions are reproduced,
 not the frameworks: a change upstream needs a change here."""
 import datetime
+import faulthandler
 import os
 import re
 import socket
@@ -182,6 +183,9 @@ def deepspeed():
 
 
 def main():
+    # A rank still here after 200 s, short of the tests' 240 s bound on the step, is
+    # hung: its threads' stacks go to stderr, which the failing test shows, and it exits.
+    faulthandler.dump_traceback_later(200, exit=True)
     what = sys.argv[1] if len(sys.argv) > 1 else ""
     if what == "lightning":
         lightning()
