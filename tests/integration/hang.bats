@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# hang.bats - dist-train-doctor hang on a running step of 8 nodes, 2 ranks
+# hang.bats - dist-train-doctor hang on a running step of 4 nodes, 2 ranks
 # each: a plain PyTorch gloo all_reduce loop (no shim), held in turn by a
 # stopped rank, a rank asleep between two collectives, a node cut off from
 # the others and a rank in another collective (in a step of its own: nothing
@@ -12,21 +12,21 @@ DOCTOR="$TOP/tools/dist-train-doctor"
 
 setup_file() {
     [[ -x $DOCTOR ]] || { echo "build first: $DOCTOR is missing" >&2; return 1; }
-    cluster_start 8
+    cluster_start 4
     export CTL="$MINICLUSTER_DIR/hang-ctl"
     # the step runs through every test of the file but the last; teardown_file ends it
     start_hangloop
 }
 
-# The loop on 8 nodes, 2 ranks each, running: its step in $CTL/step.
+# The loop on 4 nodes, 2 ranks each, running: its step in $CTL/step.
 start_hangloop() {
     rm -rf "$CTL" && mkdir -p "$CTL"
-    timeout 600 srun --job-name=hangloop --dist-train -N8 --ntasks-per-node=2 \
+    timeout 600 srun --job-name=hangloop --dist-train -N4 --ntasks-per-node=2 \
         "$TORCH_PYTHON" "$TOP/tests/integration/helpers/hang_loop.py" "$CTL" \
         >"$CTL/step.log" 2>&1 &
     echo $! >"$CTL/srun.pid"
     for _ in $(seq 600); do
-        [[ $(find "$CTL" -name 'pid.*' | wc -l) -eq 16 && -s $CTL/iter ]] && break
+        [[ $(find "$CTL" -name 'pid.*' | wc -l) -eq 8 && -s $CTL/iter ]] && break
         sleep 0.2
     done
     [[ -s $CTL/iter ]] || { cat "$CTL/step.log" >&2; return 1; }
@@ -41,7 +41,7 @@ stop_hangloop() {
     pid=$(cat "$CTL/srun.pid")
     rm -f "$CTL"/sleep.*
     for p in "$CTL"/pid.*; do [[ -f $p ]] && kill -CONT "$(cat "$p")" 2>/dev/null; done
-    node_uncut node6 8
+    node_uncut node4 4
     # (not a clean stop: after the cut, TCP's backoff holds the step a minute)
     scancel -n hangloop 2>/dev/null || true
     timeout 30 tail --pid="$pid" -f /dev/null || kill -TERM "$pid" 2>/dev/null || true
@@ -94,11 +94,11 @@ step_held() {
     run timeout 90 "$DOCTOR" hang "$STEP" --window 3
     echo "$output"
     [ "$status" -eq 0 ]
-    [[ $output == *"step $STEP, 16 ranks found on 8 nodes"* ]]
+    [[ $output == *"step $STEP, 8 ranks found on 4 nodes"* ]]
     [[ $output == *"verdict: no hang seen"* ]]
 }
 
-@test "hang: a stopped rank is named, and the 15 others wait on it" {
+@test "hang: a stopped rank is named, and the 7 others wait on it" {
     local pid
     pid=$(cat "$CTL/pid.5")
     kill -STOP "$pid"
@@ -107,7 +107,7 @@ step_held() {
     kill -CONT "$pid"
     echo "$output"
     [ "$status" -eq 1 ]
-    [[ $output == *"verdict: rank 5 on node3 is stopped (SIGSTOP"*"; 15 ranks wait on it"* ]]
+    [[ $output == *"verdict: rank 5 on node3 is stopped (SIGSTOP"*"; 7 ranks wait on it"* ]]
     # its line, and a waiting rank's
     grep -Eq '^5 +node3 +stopped ' <<<"$output"
     grep -Eq '^0 +node1 +sleeping ' <<<"$output"
@@ -115,26 +115,26 @@ step_held() {
 }
 
 @test "hang: a rank asleep between two collectives is named" {
-    touch "$CTL/sleep.9"
+    touch "$CTL/sleep.7"
     step_held
     run timeout 90 "$DOCTOR" hang "$STEP"
-    rm -f "$CTL/sleep.9"
+    rm -f "$CTL/sleep.7"
     echo "$output"
     [ "$status" -eq 1 ]
-    [[ $output == *"verdict: rank 9 on node5 waits in clock_nanosleep, where the 15 others wait in"* ]]
+    [[ $output == *"verdict: rank 7 on node4 waits in clock_nanosleep, where the 7 others wait in"* ]]
     step_goes_on 30
 }
 
 @test "hang: a node cut off from the others is named" {
-    node_cut node6 8
+    node_cut node4 4
     step_held
     # the connections retransmit after their first timeout
     sleep 2
     run timeout 90 "$DOCTOR" hang "$STEP"
-    node_uncut node6 8
+    node_uncut node4 4
     echo "$output"
     [ "$status" -eq 1 ]
-    [[ $output == *"verdict: node node6 is cut off: "*" to and from it retransmit"*"(ranks 10-11 on node6)"* ]]
+    [[ $output == *"verdict: node node4 is cut off: "*" to and from it retransmit"*"(ranks 6-7 on node4)"* ]]
     # (not waited on to go on: TCP's backoff after the cut takes a minute or more)
 }
 
@@ -151,18 +151,18 @@ step_held() {
 }
 
 # Last: nothing releases a rank from another collective, and the cut before it leaves
-# the first step in TCP's backoff.  So a step of its own, where rank 9 broadcasts while
-# the 15 others all-reduce: /proc shows all 16 alike, their stacks do not.
+# the first step in TCP's backoff.  So a step of its own, where rank 3 broadcasts while
+# the 7 others all-reduce: /proc shows all 8 alike, their stacks do not.
 @test "hang: a rank in another collective than the others is named" {
     [[ -z ${DIST_TRAIN_GENERATION_ONLY:-} ]] ||
         skip "the stacks are read the same with every Slurm: the host's run has this case"
     stop_hangloop
     start_hangloop
-    touch "$CTL/other.9"
+    touch "$CTL/other.3"
     step_held
     run timeout 90 "$DOCTOR" hang "$STEP"
     echo "$output"
     [ "$status" -eq 1 ]
-    [[ $output == *"verdict: rank 9 on node5 is in gloo::broadcast, where the 15 others are in another collective: the ranks do not call the same collective"* ]]
-    grep -Eq '^9 +node5 +sleeping .* gloo::broadcast ' <<<"$output"
+    [[ $output == *"verdict: rank 3 on node2 is in gloo::broadcast, where the 7 others are in another collective: the ranks do not call the same collective"* ]]
+    grep -Eq '^3 +node2 +sleeping .* gloo::broadcast ' <<<"$output"
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # hang_watch.bats - --dist-train=hang=SECONDS: the step watches itself. A
-# plain PyTorch gloo all_reduce loop (no shim) on 8 nodes, 2 ranks each,
+# plain PyTorch gloo all_reduce loop (no shim) on 4 nodes, 2 ranks each,
 # under hang=20, held in turn by a stopped rank, a rank asleep between two
 # collectives and a node cut off: each step must be stopped within
 # SECONDS + 10 s of the hang, with one line that names the rank or node. A
@@ -15,13 +15,13 @@ DOCTOR="$TOP/tools/dist-train-doctor"
 
 setup_file() {
     [[ -x $DOCTOR ]] || { echo "build first: $DOCTOR is missing" >&2; return 1; }
-    cluster_start 8
+    cluster_start 4
     # the watchers are the doctor, from the build tree
     printf 'required %s doctor=%s\n' "$PLUGIN_SO" "$DOCTOR" >"$MINICLUSTER_DIR/plugstack.conf"
 }
 
 teardown_file() {
-    node_uncut node6 8
+    node_uncut node4 4
     cluster_stop
 }
 
@@ -36,7 +36,7 @@ teardown() {
     node_logs_on_failure 20
     if [[ -f $CTL/srun.pid ]]; then
         for p in "$CTL"/pid.*; do [[ -f $p ]] && kill -CONT "$(cat "$p")" 2>/dev/null; done
-        node_uncut node6 8
+        node_uncut node4 4
         scancel -n hangwatch 2>/dev/null || true
         timeout 30 tail --pid="$(cat "$CTL/srun.pid")" -f /dev/null || true
     fi
@@ -50,12 +50,12 @@ host_only() {
 
 # Start the loop under hang=$HANG, and wait until every rank is in it.
 start_loop() {
-    timeout 400 srun --job-name=hangwatch --dist-train=hang=$HANG -N8 --ntasks-per-node=2 \
+    timeout 400 srun --job-name=hangwatch --dist-train=hang=$HANG -N4 --ntasks-per-node=2 \
         "$TORCH_PYTHON" "$TOP/tests/integration/helpers/hang_loop.py" "$CTL" \
         >"$CTL/step.log" 2>&1 &
     echo $! >"$CTL/srun.pid"
     for _ in $(seq 900); do
-        [[ $(find "$CTL" -name 'pid.*' | wc -l) -eq 16 && -s $CTL/iter ]] && break
+        [[ $(find "$CTL" -name 'pid.*' | wc -l) -eq 8 && -s $CTL/iter ]] && break
         sleep 0.2
     done
     [[ -s $CTL/iter ]] || { cat "$CTL/step.log" >&2; return 1; }
@@ -107,8 +107,8 @@ stopped_naming() {
     host_only
     start_loop
     t0=$(date +%s)
-    touch "$CTL/sleep.9"
-    stopped_naming "$t0" "rank 9 on node5 waits in clock_nanosleep, where the 15 others wait in"
+    touch "$CTL/sleep.7"
+    stopped_naming "$t0" "rank 7 on node4 waits in clock_nanosleep, where the 7 others wait in"
 }
 
 @test "hang=20: a rank in another collective than the others is named and the step stopped" {
@@ -116,8 +116,8 @@ stopped_naming() {
     host_only
     start_loop
     t0=$(date +%s)
-    touch "$CTL/other.9"
-    stopped_naming "$t0" "rank 9 on node5 is in gloo::broadcast, where the 15 others are in another collective"
+    touch "$CTL/other.3"
+    stopped_naming "$t0" "rank 3 on node2 is in gloo::broadcast, where the 7 others are in another collective"
 }
 
 @test "hang=20: a node cut off from the others is named and the step stopped" {
@@ -125,10 +125,10 @@ stopped_naming() {
     host_only
     start_loop
     t0=$(date +%s)
-    node_cut node6 8
-    # (the probe on node6 cannot answer the decider's srun either)
-    stopped_naming "$t0" "node node6 did not answer, and 14 ranks wait on ranks 10-11: cut off from the others, or down"
-    node_uncut node6 8
+    node_cut node4 4
+    # (the probe on node4 cannot answer the decider's srun either)
+    stopped_naming "$t0" "node node4 did not answer, and 6 ranks wait on ranks 6-7: cut off from the others, or down"
+    node_uncut node4 4
 }
 
 @test "hang=20: a 60 s checkpoint on rank 0, then 60 s of compute on rank 3, are no hang" {
