@@ -74,15 +74,18 @@ def main():
         meet(sys.argv[1])
     dist.barrier()
     env = os.environ.get
-    print(f"RANK={rank} WORLD={world} LOCAL_RANK={env('LOCAL_RANK', 'unset')}"
-          f" HOST={socket.gethostname()} SUM={int(t.item())}"
-          f" MASTER_ADDR={env('MASTER_ADDR', 'unset')} MASTER_PORT={env('MASTER_PORT', 'unset')}"
-          f" CVD={env('CUDA_VISIBLE_DEVICES', 'unset')} ORDER={env('CUDA_DEVICE_ORDER', 'unset')}"
-          f" CPUS={env('DIST_TRAIN_CPUS', 'unset')} AFFINITY={affinity()}"
-          f" OMP={env('OMP_NUM_THREADS', 'unset')} IMAGE={env('PYTORCH_VERSION', 'unset')}"
-          f" LWS={env('LOCAL_WORLD_SIZE', 'unset')} GROUP={env('GROUP_RANK', 'unset')}"
-          f" RUN_ID={env('TORCHELASTIC_RUN_ID', 'unset')} REDUCED_AT={reduced_at:.3f}",
-          flush=True)
+    line = (f"RANK={rank} WORLD={world} LOCAL_RANK={env('LOCAL_RANK', 'unset')}"
+            f" HOST={socket.gethostname()} SUM={int(t.item())}"
+            f" MASTER_ADDR={env('MASTER_ADDR', 'unset')} MASTER_PORT={env('MASTER_PORT', 'unset')}"
+            f" CVD={env('CUDA_VISIBLE_DEVICES', 'unset')} ORDER={env('CUDA_DEVICE_ORDER', 'unset')}"
+            f" CPUS={env('DIST_TRAIN_CPUS', 'unset')} AFFINITY={affinity()}"
+            f" OMP={env('OMP_NUM_THREADS', 'unset')} IMAGE={env('PYTORCH_VERSION', 'unset')}"
+            f" LWS={env('LOCAL_WORLD_SIZE', 'unset')} GROUP={env('GROUP_RANK', 'unset')}"
+            f" RUN_ID={env('TORCHELASTIC_RUN_ID', 'unset')} REDUCED_AT={reduced_at:.3f}")
+    # (one write, whole: torchrun runs its processes with python -u, where print writes
+    # the text and its newline apart, and the processes of a node share one stdout)
+    sys.stdout.flush()
+    os.write(1, (line + "\n").encode())
     dist.destroy_process_group()
 
 
